@@ -1,0 +1,50 @@
+"""Collector registry. Every module in this package is imported on first use,
+so adding a collector is adding one file; third-party collectors register
+through the ``gpusbom.collectors`` entry-point group."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TypeVar
+
+from .base import CollectContext, Collector
+
+__all__ = ["CollectContext", "Collector", "all_collectors", "register"]
+
+_REGISTRY: dict[str, type[Collector]] = {}
+_loaded = False
+
+C = TypeVar("C", bound=type[Collector])
+
+
+def register(cls: C) -> C:
+    if not getattr(cls, "id", None):
+        raise TypeError(f"{cls.__name__} has no id")
+    if cls.id in _REGISTRY and _REGISTRY[cls.id] is not cls:
+        raise ValueError(f"collector id {cls.id!r} registered twice")
+    _REGISTRY[cls.id] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name not in ("base",) and not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="gpusbom.collectors"):
+            ep.load()
+    except Exception:  # a broken plug-in must not break scans  # pragma: no cover
+        pass
+
+
+def all_collectors() -> dict[str, type[Collector]]:
+    """id -> class, sorted by id for deterministic order."""
+    _load()
+    return dict(sorted(_REGISTRY.items()))

@@ -1,0 +1,145 @@
+"""Data types shared by the layer reader, the squasher and the view."""
+
+from __future__ import annotations
+
+import enum
+import io
+import os
+from dataclasses import dataclass, field
+from typing import BinaryIO, Protocol
+
+from ..model import LayerRef
+
+
+class EntryKind(enum.Enum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    HARDLINK = "hardlink"
+    OTHER = "other"  # device, fifo, socket
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that keep hostile input from exhausting memory, disk or time."""
+
+    max_header_bytes: int = 1 << 20  # pax / GNU long name / long link payload
+    max_path_length: int = 4096
+    max_entries_per_layer: int = 2_000_000
+    max_kept_records: int = 3_000_000  # dirs, links and matched files over all layers
+    max_memory_content: int = 1 << 20  # a captured file larger than this goes to a temp file
+    max_spool_bytes: int = 4 << 30  # total bytes of captured content in temp files
+    max_layer_uncompressed: int = 128 << 30
+    max_compression_ratio: int = 1000  # checked once more than 1 GiB was decompressed
+    max_symlink_hops: int = 40
+
+
+class ContentRef:
+    """Captured content of one file: bytes in memory or a temp file owned by a Spool."""
+
+    __slots__ = ("_data", "_path", "size")
+
+    def __init__(self, data: bytes | None = None, path: str | None = None, size: int = 0) -> None:
+        self._data = data
+        self._path = path
+        self.size = size if data is None else len(data)
+
+    def open(self) -> BinaryIO:
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        assert self._path is not None
+        return open(self._path, "rb")  # noqa: SIM115 - caller closes
+
+    def read(self) -> bytes:
+        if self._data is not None:
+            return self._data
+        with self.open() as f:
+            return f.read()
+
+    @property
+    def spooled_path(self) -> str | None:
+        """A temp-file path holding the content (for tools that need a file name)."""
+        return self._path
+
+
+@dataclass(slots=True)
+class Entry:
+    """One path as recorded from one layer (or the squashed result)."""
+
+    path: str  # normalised absolute path, no trailing slash ("/" for the root)
+    kind: EntryKind
+    size: int = 0
+    mode: int = 0
+    linkname: str | None = None  # symlink target as written; hard link: absolute path
+    layer: int = 0  # index into the image's layers
+    content: ContentRef | None = None  # set only for captured regular files
+    matched: bool = False  # the path matched a PathSpec (content may still be absent: too large)
+    uid: int = 0
+    gid: int = 0
+    mtime: int = 0
+
+
+@dataclass
+class LayerIndex:
+    """What one layer holds, as far as the scan cares.
+
+    ``entries`` are kept for every directory and link and for every regular
+    file matching a PathSpec. ``whiteouts`` are paths this layer deletes;
+    ``opaque_dirs`` are directories whose lower-layer contents it hides.
+    ``history`` holds entries for paths whose spec asked for history.
+    """
+
+    ref: LayerRef
+    entries: dict[str, Entry] = field(default_factory=dict)
+    whiteouts: set[str] = field(default_factory=set)
+    opaque_dirs: set[str] = field(default_factory=set)
+    file_count: int = 0  # all entries seen, kept or not
+    uncompressed_bytes: int = 0
+
+
+class ProgressSink(Protocol):
+    """Callbacks for a progress display (the CLI renders them with rich)."""
+
+    def layer_started(self, index: int, total: int, size: int | None, name: str) -> None: ...
+
+    def advance(self, nbytes: int) -> None: ...
+
+    def layer_done(self, index: int) -> None: ...
+
+
+class NullProgress:
+    def layer_started(self, index: int, total: int, size: int | None, name: str) -> None:
+        pass
+
+    def advance(self, nbytes: int) -> None:
+        pass
+
+    def layer_done(self, index: int) -> None:
+        pass
+
+
+class Spool:
+    """Owns a private temp directory for large captured files; removed on close."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        import tempfile
+
+        self.limits = limits or Limits()
+        self.dir = tempfile.mkdtemp(prefix="gpusbom-")
+        self._n = 0
+        self.bytes = 0
+
+    def new_path(self) -> str:
+        self._n += 1
+        return os.path.join(self.dir, f"f{self._n:07d}")
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,226 @@
+"""The internal model: what a scan found, independent of any SBOM format.
+
+Writers, the advisory matcher, the gate and the inventory read only these
+classes. Everything is plain data: dataclasses that serialise to and from the
+native JSON (``to_dict``/``from_dict``) so a stored scan round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PROPERTY_NAMESPACE = "gpusbom"
+SCHEMA_VERSION = "1"
+
+
+class ComponentType(str, enum.Enum):
+    """Mirrors the CycloneDX 1.6 component types we use."""
+
+    APPLICATION = "application"
+    LIBRARY = "library"
+    FRAMEWORK = "framework"
+    OPERATING_SYSTEM = "operating-system"
+    DEVICE = "device"
+    DEVICE_DRIVER = "device-driver"
+    FIRMWARE = "firmware"
+    PLATFORM = "platform"
+    FILE = "file"
+    CONTAINER = "container"
+
+
+class EvidenceMethod(str, enum.Enum):
+    """How a collector knows what it reports (kebab-case ids, used in SBOM properties)."""
+
+    PACKAGE_DB = "package-db"  # dpkg status, rpmdb, apk installed, conda-meta
+    PACKAGE_METADATA = "package-metadata"  # dist-info METADATA, egg-info PKG-INFO
+    VERSION_FILE = "version-file"  # version.json, .info/version, ...
+    HEADER = "header"  # #define in a C header
+    SONAME = "soname"  # versioned shared-library file name
+    ELF = "elf"  # content of an ELF file
+    ENV = "env"  # image config environment
+    LABEL = "label"  # image config labels
+    FILENAME = "filename"  # other path-based evidence
+    DEVICE = "device"  # live device enumeration (host scans)
+    PROBE = "probe"  # smoke-test kernel
+
+
+@dataclass(frozen=True)
+class LayerRef:
+    """One image layer. ``diff_id`` (uncompressed digest) is the stable identity."""
+
+    index: int
+    diff_id: str | None
+    digest: str | None = None  # blob digest as stored (compressed) when different
+    media_type: str | None = None
+    size: int | None = None
+    created_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where and how a component was found."""
+
+    collector: str
+    method: str
+    path: str | None = None  # absolute path inside the target
+    layer: str | None = None  # diff_id of the layer holding that path
+    detail: str | None = None  # e.g. the matched line or env var
+
+
+@dataclass(frozen=True)
+class Relationship:
+    """``source`` <type> ``target``, both bom-refs. Types: depends-on, contains."""
+
+    source: str
+    type: str
+    target: str
+
+
+@dataclass
+class Component:
+    name: str
+    version: str | None
+    type: ComponentType = ComponentType.LIBRARY
+    purl: str | None = None
+    cpe: str | None = None
+    supplier: str | None = None
+    description: str | None = None
+    licenses: list[str] = field(default_factory=list)
+    # Keys without the "gpusbom:" prefix; writers add the namespace.
+    properties: dict[str, str] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    # Names (not refs) this component depends on, resolved to refs by the scanner.
+    depends_on: list[str] = field(default_factory=list)
+    bom_ref: str = ""
+    # ecosystem id for dependency resolution ("deb", "rpm", "apk", "pypi", "conda", ...)
+    ecosystem: str | None = None
+
+    def identity(self) -> str:
+        loc = self.evidence[0].path if self.evidence else ""
+        return "|".join(
+            [self.type.value, self.purl or "", self.name, self.version or "", loc or ""]
+        )
+
+    def assign_ref(self, taken: set[str]) -> str:
+        """Deterministic bom-ref: readable prefix plus a hash of the identity."""
+        h = hashlib.sha256(self.identity().encode()).hexdigest()[:12]
+        base = f"{self.ecosystem or self.type.value}:{self.name}@{self.version or 'unknown'}"
+        ref = f"{base}#{h}"
+        n = 1
+        while ref in taken:
+            n += 1
+            ref = f"{base}#{h}-{n}"
+        taken.add(ref)
+        self.bom_ref = ref
+        return ref
+
+    @property
+    def layer(self) -> str | None:
+        for ev in self.evidence:
+            if ev.layer:
+                return ev.layer
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["type"] = self.type.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Component:
+        d = dict(d)
+        d["type"] = ComponentType(d.get("type", "library"))
+        d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A collector that could not finish, or a file it could not read; the scan went on."""
+
+    collector: str
+    reason: str
+    path: str | None = None
+
+
+@dataclass
+class Target:
+    """What was scanned."""
+
+    kind: str  # "image" | "directory" | "host"
+    reference: str  # what the user passed
+    source: str = ""  # docker | docker-archive | oci-archive | oci | dir | registry | host
+    name: str | None = None  # repository name when known
+    tags: list[str] = field(default_factory=list)
+    manifest_digest: str | None = None
+    image_id: str | None = None  # config digest
+    platform: str | None = None  # os/arch[/variant]
+    env: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    os_release: dict[str, str] = field(default_factory=dict)
+    layers: list[LayerRef] = field(default_factory=list)
+    created: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Target:
+        d = dict(d)
+        d["layers"] = [LayerRef(**x) for x in d.get("layers", [])]
+        return cls(**d)
+
+
+@dataclass
+class ToolInfo:
+    name: str = "gpusbom"
+    version: str = ""
+    collectors: dict[str, str] = field(default_factory=dict)  # id -> collector version
+
+
+@dataclass
+class ScanResult:
+    target: Target
+    components: list[Component] = field(default_factory=list)
+    relationships: list[Relationship] = field(default_factory=list)
+    unknowns: list[Unknown] = field(default_factory=list)
+    tool: ToolInfo = field(default_factory=ToolInfo)
+    timestamp: str | None = None  # ISO 8601; SOURCE_DATE_EPOCH when set
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknowns
+
+    def component_by_ref(self, ref: str) -> Component | None:
+        for c in self.components:
+            if c.bom_ref == ref:
+                return c
+        return None
+
+    def root_ref(self) -> str:
+        return "target:" + (self.target.manifest_digest or self.target.image_id or self.target.reference)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": f"gpusbom/scan/{SCHEMA_VERSION}",
+            "tool": asdict(self.tool),
+            "timestamp": self.timestamp,
+            "target": self.target.to_dict(),
+            "components": [c.to_dict() for c in self.components],
+            "relationships": [asdict(r) for r in self.relationships],
+            "unknowns": [asdict(u) for u in self.unknowns],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ScanResult:
+        return cls(
+            target=Target.from_dict(d["target"]),
+            components=[Component.from_dict(c) for c in d.get("components", [])],
+            relationships=[Relationship(**r) for r in d.get("relationships", [])],
+            unknowns=[Unknown(**u) for u in d.get("unknowns", [])],
+            tool=ToolInfo(**d.get("tool", {})),
+            timestamp=d.get("timestamp"),
+        )

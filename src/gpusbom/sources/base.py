@@ -1,0 +1,41 @@
+"""The source interface: something that yields a Target and its layers, streamed once."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..fsview.spec import PathMatcher
+from ..fsview.types import LayerIndex, Limits, NullProgress, ProgressSink, Spool
+from ..model import Target
+
+
+@dataclass
+class ReadContext:
+    matcher: PathMatcher
+    spool: Spool
+    limits: Limits = field(default_factory=Limits)
+    progress: ProgressSink = field(default_factory=NullProgress)
+    platform: str | None = None  # "os/arch[/variant]"; None: the host's
+
+
+@dataclass
+class SourceResult:
+    target: Target
+    layers: list[LayerIndex]  # in application order, bottom first
+
+
+class Source(ABC):
+    """One way of reading an image (or a root filesystem)."""
+
+    #: prefix users type, e.g. "docker-archive" in "docker-archive:PATH"
+    scheme: ClassVar[str]
+
+    def __init__(self, reference: str, location: str) -> None:
+        self.reference = reference  # what the user typed
+        self.location = location  # the part after the prefix
+
+    @abstractmethod
+    def read(self, ctx: ReadContext) -> SourceResult:
+        """Stream every layer once through ``fsview.layer.read_layer`` and describe the target."""

@@ -1,0 +1,29 @@
+"""The writer interface: one module per output format, registering itself."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, TextIO
+
+from ..model import ScanResult
+
+
+@dataclass(frozen=True)
+class WriterOptions:
+    cyclonedx_version: str = "1.6"
+    color: bool = False
+    width: int | None = None
+
+
+class Writer(ABC):
+    #: format id used by ``-o FORMAT[=PATH]``
+    format: ClassVar[str]
+    #: shown in ``--help``
+    description: ClassVar[str] = ""
+    #: True when the output is meant for a terminal (the default output)
+    for_humans: ClassVar[bool] = False
+
+    @abstractmethod
+    def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
+        """Write the whole document to ``out``. Must be deterministic for the same result."""
