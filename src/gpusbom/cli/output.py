@@ -1,0 +1,75 @@
+"""Rendering outputs and writing them atomically.
+
+Every requested output is rendered in memory first; files are then written to
+a temp file beside the destination and renamed into place, so a failure never
+leaves a partial (or stale half-new) output file behind.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..model import ScanResult
+from ..writers import WriterOptions, all_writers, get_writer
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    format: str
+    path: str | None  # None: standard output
+
+
+def parse_outputs(values: list[str] | None) -> list[OutputSpec]:
+    specs: list[OutputSpec] = []
+    for v in values or ["table"]:
+        fmt, sep, path = v.partition("=")
+        fmt = fmt.strip()
+        if fmt not in all_writers():
+            raise UsageError(
+                f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(all_writers())}"
+            )
+        if sep and not path:
+            raise UsageError(f"-o {v}: empty path")
+        specs.append(OutputSpec(fmt, path or None))
+    stdout = [s for s in specs if s.path is None]
+    if len(stdout) > 1:
+        raise UsageError("only one output can go to standard output; give the others =PATH")
+    return specs
+
+
+def render(result: ScanResult, spec: OutputSpec, options: WriterOptions) -> str:
+    buf = io.StringIO()
+    get_writer(spec.format).write(result, buf, options)
+    return buf.getvalue()
+
+
+def write_atomic(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".gpusbom-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def emit(result: ScanResult, specs: list[OutputSpec], options: WriterOptions) -> None:
+    rendered = [(s, render(result, s, options)) for s in specs]
+    for spec, text in rendered:
+        if spec.path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    for spec, text in rendered:
+        if spec.path is not None:
+            write_atomic(spec.path, text)

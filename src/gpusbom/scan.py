@@ -1,0 +1,162 @@
+"""Scan orchestration: source -> squashed view -> collectors -> ScanResult.
+
+This is the library entry point (``gpusbom.scan``); the CLI is a thin layer
+over it. Data flows one way; nothing here knows about output formats.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+from collections.abc import Iterable, Sequence
+
+from . import __version__
+from .collectors import CollectContext, Collector, all_collectors
+from .errors import InputError, UsageError
+from .fsview.spec import PathMatcher, PathSpec
+from .fsview.types import Limits, NullProgress, ProgressSink, Spool
+from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+
+log = logging.getLogger(__name__)
+
+
+def scan_timestamp() -> str:
+    """ISO 8601 UTC; ``SOURCE_DATE_EPOCH`` makes it reproducible."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde:
+        try:
+            when = _dt.datetime.fromtimestamp(int(sde), tz=_dt.timezone.utc)
+        except (ValueError, OverflowError, OSError) as exc:
+            raise UsageError(f"SOURCE_DATE_EPOCH={sde!r} is not a Unix timestamp") from exc
+    else:
+        when = _dt.datetime.now(tz=_dt.timezone.utc)
+    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def select_collectors(ids: Sequence[str] | None = None) -> list[type[Collector]]:
+    registry = all_collectors()
+    if not ids:
+        return list(registry.values())
+    unknown = [i for i in ids if i not in registry]
+    if unknown:
+        raise UsageError(
+            f"unknown collector(s) {', '.join(unknown)}; available: {', '.join(registry)}"
+        )
+    return [registry[i] for i in ids]
+
+
+def build_matcher(collectors: Iterable[type[Collector]]) -> PathMatcher:
+    from .collectors.osrelease import OS_RELEASE_PATHS
+
+    specs: list[PathSpec] = list(OS_RELEASE_PATHS)
+    for c in collectors:
+        specs.extend(c.paths)
+    return PathMatcher(specs)
+
+
+def run_collectors(
+    fs: object, target: Target, collectors: Iterable[type[Collector]]
+) -> tuple[list[Component], list[Unknown]]:
+    """Run each collector; a collector that fails becomes an Unknown and the scan goes on.
+
+    Input errors (a hostile image: symlink loops and the like) are not collector
+    bugs: they propagate and fail the scan with exit 3.
+    """
+    from .fsview.view import NotCapturedError
+
+    components: list[Component] = []
+    unknowns: list[Unknown] = []
+    for cls in collectors:
+        ctx = CollectContext(fs=fs, target=target, collector_id=cls.id)  # type: ignore[arg-type]
+        try:
+            found = list(cls().collect(ctx))
+        except InputError:
+            raise
+        except NotCapturedError as exc:
+            ctx.unknown(f"file not captured: {exc}")
+            found = []
+        except Exception as exc:  # noqa: BLE001 - isolation is the point
+            log.debug("collector %s failed", cls.id, exc_info=True)
+            ctx.unknown(f"collector failed: {type(exc).__name__}: {exc}")
+            found = []
+        components.extend(found)
+        unknowns.extend(ctx.unknowns)
+    return components, unknowns
+
+
+def _sort_key(c: Component) -> tuple[str, str, str, str, str]:
+    path = c.evidence[0].path if c.evidence and c.evidence[0].path else ""
+    return (c.type.value, c.ecosystem or "", c.name, c.version or "", path)
+
+
+def link_components(components: list[Component]) -> list[Relationship]:
+    """Assign deterministic bom-refs and turn ``depends_on`` names into relationships.
+
+    A name resolves within the same ecosystem; when several copies exist (two
+    site-packages, say) the dependency points at each of them.
+    """
+    components.sort(key=_sort_key)
+    taken: set[str] = set()
+    by_name: dict[tuple[str, str], list[str]] = {}
+    for c in components:
+        ref = c.assign_ref(taken)
+        by_name.setdefault((c.ecosystem or "", _norm(c.name)), []).append(ref)
+    rels: set[tuple[str, str, str]] = set()
+    for c in components:
+        for dep in c.depends_on:
+            for ref in by_name.get((c.ecosystem or "", _norm(dep)), []):
+                if ref != c.bom_ref:
+                    rels.add((c.bom_ref, "depends-on", ref))
+    return [Relationship(s, t, d) for s, t, d in sorted(rels)]
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def scan(
+    reference: str,
+    *,
+    source: str | None = None,
+    platform: str | None = None,
+    collectors: Sequence[str] | None = None,
+    limits: Limits | None = None,
+    progress: ProgressSink | None = None,
+) -> ScanResult:
+    """Scan an image reference (or ``dir:PATH``) and return the model."""
+    from .collectors.osrelease import read_os_release
+    from .fsview.squash import squash
+    from .sources import resolve_source
+    from .sources.base import ReadContext
+
+    limits = limits or Limits()
+    classes = select_collectors(collectors)
+    matcher = build_matcher(classes)
+    src = resolve_source(reference, source=source)
+    with Spool(limits) as spool:
+        ctx = ReadContext(
+            matcher=matcher,
+            spool=spool,
+            limits=limits,
+            progress=progress or NullProgress(),
+            platform=platform,
+        )
+        read = src.read(ctx)
+        fs = read.view if getattr(read, "view", None) is not None else squash(read.layers, limits)
+        target = read.target
+        target.os_release = read_os_release(fs)
+        components, unknowns = run_collectors(fs, target, classes)
+    relationships = link_components(components)
+    return ScanResult(
+        target=target,
+        components=components,
+        relationships=relationships,
+        unknowns=unknowns,
+        tool=ToolInfo(
+            name="gpusbom",
+            version=__version__,
+            collectors={c.id: c.version for c in classes},
+        ),
+        timestamp=scan_timestamp(),
+    )
