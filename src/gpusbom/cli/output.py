@@ -49,6 +49,11 @@ def render(result: ScanResult, spec: OutputSpec, options: WriterOptions) -> str:
 
 
 def write_atomic(path: str, text: str) -> None:
+    if os.path.exists(path) and not os.path.isfile(path):
+        # /dev/null, a FIFO, /dev/stdout: nothing to replace atomically
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".gpusbom-", dir=directory)
