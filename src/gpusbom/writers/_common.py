@@ -1,0 +1,151 @@
+"""Helpers shared by the SBOM writers (not a format: the registry skips ``_`` modules)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from datetime import datetime, timezone
+
+from packageurl import PackageURL
+
+from ..model import PROPERTY_NAMESPACE, ScanResult, Unknown
+
+#: namespace for every UUID / document namespace gpusbom derives
+GPUSBOM_UUID_NS = uuid.uuid5(uuid.NAMESPACE_URL, "https://gpusbom.dev/")
+
+_EMAIL_RE = re.compile(r"^\s*(?P<name>.*?)\s*<(?P<email>[^<>@\s]+@[^<>@\s]+\.[^<>@\s]+)>\s*$")
+
+
+# CPE 2.2 URI binding and CPE 2.3 formatted-string binding (NISTIR 7695), as the
+# CycloneDX XML schema checks them: the XML output must not carry a CPE it rejects.
+_CPE22_RE = re.compile(r"[cC][pP][eE]:/[AHOaho]?(:[A-Za-z0-9._\-~%]*){0,6}")
+_CPE23_VALUE = r"(?:\?*|\*?)(?:[A-Za-z0-9\-._]|\\[\\*?!\"#$%&'()+,/:;<=>@\[\]^`{|}~])+(?:\?*|\*?)"
+_CPE23_FIELD = rf"(?:{_CPE23_VALUE}|[*\-])"
+_CPE23_LANG = r"(?:[A-Za-z]{2,3}(?:-(?:[A-Za-z]{2}|[0-9]{3}))?|[*\-])"
+_CPE23_RE = re.compile(
+    rf"cpe:2\.3:[aho*\-](?::{_CPE23_FIELD}){{5}}:{_CPE23_LANG}(?::{_CPE23_FIELD}){{4}}"
+)
+
+
+def cpe_kind(cpe: str) -> str | None:
+    """``"cpe23"`` / ``"cpe22"`` for a well-formed CPE, None otherwise."""
+    if _CPE23_RE.fullmatch(cpe):
+        return "cpe23"
+    if _CPE22_RE.fullmatch(cpe):
+        return "cpe22"
+    return None
+
+
+def one_line(value: str) -> str:
+    """Names and versions are single-line fields in every format."""
+    return " ".join(value.splitlines()) if ("\n" in value or "\r" in value) else value
+
+
+def prop(key: str) -> str:
+    """``collector`` -> ``gpusbom:collector``."""
+    return f"{PROPERTY_NAMESPACE}:{key}"
+
+
+def target_key(result: ScanResult) -> str:
+    t = result.target
+    return t.manifest_digest or t.image_id or t.reference
+
+
+def content_digest(result: ScanResult) -> str:
+    """sha256 of the canonical native JSON: identical scans give identical ids."""
+    d = result.to_dict()
+    # independent of the order the scanner happened to list things in
+    d["components"] = sorted(d["components"], key=lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))
+    d["relationships"] = sorted(d["relationships"], key=lambda r: (r["source"], r["type"], r["target"]))
+    d["unknowns"] = sorted(d["unknowns"], key=lambda u: json.dumps(u, sort_keys=True))
+    canon = json.dumps(d, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def document_uuid(result: ScanResult, purpose: str) -> uuid.UUID:
+    """A deterministic UUID for one document of one scan.
+
+    Derived from the target digest (or image id / reference) and the content of the
+    scan, so the same scan always gives the same id and a different scan of the same
+    image (other tool version, other timestamp, other findings) a different one.
+    """
+    return uuid.uuid5(GPUSBOM_UUID_NS, f"{purpose}|{target_key(result)}|{content_digest(result)}")
+
+
+def parse_timestamp(ts: str | None) -> datetime:
+    """ISO 8601 -> aware UTC datetime without microseconds; now when absent or unparsable."""
+    dt: datetime | None = None
+    if ts:
+        s = ts.strip()
+        if s.endswith(("Z", "z")):
+            s = s[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            dt = None
+    if dt is None:
+        dt = datetime.now(timezone.utc)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).replace(microsecond=0)
+
+
+def split_name_email(value: str) -> tuple[str, str | None]:
+    """``"Debian Developers <d@l.org>"`` -> ``("Debian Developers", "d@l.org")``."""
+    m = _EMAIL_RE.match(value)
+    if m and m.group("name"):
+        return m.group("name"), m.group("email")
+    return value.strip(), None
+
+
+def target_display_name(result: ScanResult) -> str:
+    t = result.target
+    if t.name:
+        return t.name
+    ref = t.reference
+    # strip a tag / digest from a plain reference for the name
+    if "@" in ref:
+        ref = ref.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    if ":" in last and t.kind == "image":
+        ref = ref[: len(ref) - len(last)] + last.split(":", 1)[0]
+    return ref or t.reference
+
+
+def target_version(result: ScanResult) -> str | None:
+    t = result.target
+    if t.tags:
+        return t.tags[0]
+    return t.manifest_digest or t.image_id
+
+
+def sorted_unknowns(result: ScanResult) -> list[Unknown]:
+    return sorted(result.unknowns, key=lambda u: (u.collector, u.path or "", u.reason))
+
+
+def unknown_text(collector: str, reason: str, path: str | None) -> str:
+    return f"{collector}: {reason}" + (f" ({path})" if path else "")
+
+
+def target_purl(result: ScanResult) -> PackageURL | None:
+    """``pkg:oci/NAME@DIGEST?...`` for an image with a manifest digest (purl-spec oci type)."""
+    t = result.target
+    if t.kind != "image" or not t.manifest_digest:
+        return None
+    repo = target_display_name(result)
+    qualifiers: dict[str, str] = {}
+    if "/" in repo:
+        qualifiers["repository_url"] = repo
+    if t.tags:
+        qualifiers["tag"] = t.tags[0]
+    if t.platform:
+        parts = t.platform.split("/")
+        if len(parts) >= 2:
+            qualifiers["arch"] = parts[1]
+    name = repo.rsplit("/", 1)[-1].lower()
+    try:
+        return PackageURL(type="oci", name=name, version=t.manifest_digest, qualifiers=qualifiers)
+    except ValueError:
+        return None
