@@ -1,0 +1,304 @@
+"""dpkg: Debian and Ubuntu packages.
+
+Reads ``/var/lib/dpkg/status`` (with every layer's version, to find the layer
+that introduced each package's current version) and the distroless
+``/var/lib/dpkg/status.d/*`` files (one or more stanzas each). Stanzas are
+parsed with python-debian's deb822. Licenses come from
+``/usr/share/doc/<package>/copyright`` when it is machine-readable (DEP-5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from debian import deb822
+from packageurl import PackageURL
+
+from ..fsview.spec import PathSpec
+from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from . import register
+from .base import CollectContext, Collector
+from .osrelease import attribute_layers, distro_qualifier, history_snapshots
+
+__all__ = [
+    "STATUS",
+    "STATUS_D",
+    "DebPackage",
+    "DpkgCollector",
+    "deb_purl",
+    "installed_versions",
+    "parse_dep5_licenses",
+    "parse_dpkg_status",
+    "parse_relation_names",
+]
+
+STATUS = "/var/lib/dpkg/status"
+STATUS_D = "/var/lib/dpkg/status.d"
+COPYRIGHT_GLOB = "/usr/share/doc/*/copyright"
+
+#: dpkg states in which the package's files are on disk (dpkg-query(1));
+#: ``not-installed`` and ``config-files`` are the ones that are not.
+_PRESENT_STATES = frozenset(
+    {"installed", "triggers-pending", "triggers-awaited", "half-configured", "unpacked",
+     "half-installed"}
+)
+_NAME_RX = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9+.\-]*)")
+_SOURCE_RX = re.compile(r"^\s*(\S+)(?:\s*\(\s*([^)\s]+)\s*\))?")
+
+
+@dataclass
+class DebPackage:
+    name: str
+    version: str
+    architecture: str | None = None
+    status: str | None = None  # the third word of Status (installed, unpacked, ...)
+    source: str | None = None  # source package name (the binary name when not given)
+    source_version: str | None = None  # the binary version when not given
+    maintainer: str | None = None
+    section: str | None = None
+    installed_size: str | None = None
+    description: str | None = None
+    homepage: str | None = None
+    depends: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.architecture or "")
+
+
+def parse_relation_names(value: str | None) -> list[str]:
+    """Package names of a Depends-style field: the first alternative of each
+    comma-separated relation, without version constraints or ``:arch`` qualifiers."""
+    if not value:
+        return []
+    names: list[str] = []
+    seen: set[str] = set()
+    for rel in value.split(","):
+        first = rel.split("|", 1)[0]
+        m = _NAME_RX.match(first)
+        if m is None:
+            continue
+        name = m.group(1)
+        if name not in seen:
+            seen.add(name)
+            names.append(name)
+    return names
+
+
+def _decode(data: bytes | str) -> str:
+    return data if isinstance(data, str) else data.decode("utf-8", errors="replace")
+
+
+def parse_dpkg_status(
+    data: bytes | str, *, require_installed: bool = True
+) -> tuple[list[DebPackage], list[str]]:
+    """Parse a dpkg status file (or a distroless status.d file).
+
+    Returns the packages whose files are on disk and a list of problems
+    (stanzas that name a package but lack a version). With
+    ``require_installed=False`` (status.d) a stanza without Status counts as
+    installed.
+    """
+    text = _decode(data)
+    pkgs: list[DebPackage] = []
+    problems: list[str] = []
+    for para in deb822.Deb822.iter_paragraphs(text.splitlines(True), use_apt_pkg=False):
+        name = (para.get("Package") or "").strip()
+        if not name:
+            continue
+        status_field = (para.get("Status") or "").split()
+        state = status_field[-1] if status_field else None
+        if state is None:
+            if require_installed:
+                continue
+        elif state not in _PRESENT_STATES:
+            continue
+        version = (para.get("Version") or "").strip()
+        if not version:
+            problems.append(f"package {name} has no Version")
+            continue
+        src_name, src_version = name, version
+        src = para.get("Source")
+        if src:
+            m = _SOURCE_RX.match(src)
+            if m:
+                src_name = m.group(1)
+                src_version = m.group(2) or version
+        depends = parse_relation_names(para.get("Pre-Depends")) + parse_relation_names(
+            para.get("Depends")
+        )
+        desc = para.get("Description")
+        pkgs.append(
+            DebPackage(
+                name=name,
+                version=version,
+                architecture=(para.get("Architecture") or "").strip() or None,
+                status=state or "installed",
+                source=src_name,
+                source_version=src_version,
+                maintainer=(para.get("Maintainer") or "").strip() or None,
+                section=(para.get("Section") or "").strip() or None,
+                installed_size=(para.get("Installed-Size") or "").strip() or None,
+                description=desc.split("\n", 1)[0].strip() or None if desc else None,
+                homepage=(para.get("Homepage") or "").strip() or None,
+                depends=list(dict.fromkeys(d for d in depends if d != name)),
+            )
+        )
+    return pkgs, problems
+
+
+def installed_versions(data: bytes | str) -> dict[tuple[str, str], str]:
+    """(name, arch) -> version of the installed packages in a status file."""
+    pkgs, _ = parse_dpkg_status(data)
+    return {p.key: p.version for p in pkgs}
+
+
+def parse_dep5_licenses(text: str) -> list[str]:
+    """License short names of a machine-readable (DEP-5) copyright file; [] otherwise.
+
+    Takes the header paragraph's License and every Files paragraph's License
+    (first line only: the rest is the license text), in order, deduplicated.
+    """
+    first = text.lstrip()[:400].split("\n", 1)[0]
+    if not first.startswith("Format:") or (
+        "copyright-format" not in first and "dep5" not in first.lower()
+    ):
+        return []
+    out: list[str] = []
+    for i, para in enumerate(
+        deb822.Deb822.iter_paragraphs(text.splitlines(True), use_apt_pkg=False)
+    ):
+        if i > 0 and "Files" not in para:
+            continue
+        lic = (para.get("License") or "").split("\n", 1)[0].strip()
+        if lic and lic not in out:
+            out.append(lic)
+    return out
+
+
+def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
+    namespace = (os_release.get("ID") or "debian").strip().lower() or "debian"
+    qualifiers: dict[str, str] = {}
+    if pkg.architecture:
+        qualifiers["arch"] = pkg.architecture
+    distro = distro_qualifier(os_release)
+    if distro:
+        qualifiers["distro"] = distro
+    return PackageURL(
+        type="deb", namespace=namespace, name=pkg.name, version=pkg.version, qualifiers=qualifiers
+    ).to_string()
+
+
+@register
+class DpkgCollector(Collector):
+    id = "dpkg"
+    version = "1"
+    paths = (
+        PathSpec(STATUS, history=True),
+        PathSpec(STATUS_D + "/*", max_size=8 * 1024 * 1024),
+        PathSpec(COPYRIGHT_GLOB, max_size=1024 * 1024),
+    )
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        fs = ctx.fs
+        osr = ctx.target.os_release or {}
+        out: list[Component] = []
+        seen: set[tuple[str, str, str]] = set()
+        licenses: dict[str, list[str]] = {}
+
+        def add(pkg: DebPackage, path: str, layer: str | None) -> None:
+            ident = (pkg.name, pkg.architecture or "", pkg.version)
+            if ident in seen:
+                return
+            seen.add(ident)
+            out.append(self._component(ctx, pkg, osr, path, layer, licenses))
+
+        if fs.exists(STATUS):
+            try:
+                data = fs.read_bytes(STATUS)
+                pkgs, problems = parse_dpkg_status(data)
+            except Exception as e:  # noqa: BLE001
+                ctx.unknown(f"cannot read dpkg status: {e}", STATUS)
+            else:
+                for p in problems:
+                    ctx.unknown(f"dpkg status: {p}", STATUS)
+                snaps = history_snapshots(fs, STATUS, lambda c: installed_versions(c.read()))
+                intro = attribute_layers(snaps, {p.key: p.version for p in pkgs})
+                final_layer = fs.layer_of(STATUS)
+                for pkg in pkgs:
+                    add(pkg, STATUS, intro.get(pkg.key) or final_layer)
+
+        for path in fs.glob(STATUS_D + "/*"):
+            base = path.rsplit("/", 1)[-1]
+            if base.endswith(".md5sums") or base.startswith(".") or not fs.is_file(path):
+                continue
+            try:
+                pkgs, problems = parse_dpkg_status(fs.read_bytes(path), require_installed=False)
+            except Exception as e:  # noqa: BLE001
+                ctx.unknown(f"cannot read dpkg status.d file: {e}", path)
+                continue
+            for p in problems:
+                ctx.unknown(f"dpkg status.d: {p}", path)
+            layer = fs.layer_of(path)
+            for pkg in pkgs:
+                add(pkg, path, layer)
+        return out
+
+    def _component(
+        self,
+        ctx: CollectContext,
+        pkg: DebPackage,
+        osr: dict[str, str],
+        path: str,
+        layer: str | None,
+        cache: dict[str, list[str]],
+    ) -> Component:
+        props: dict[str, str] = {}
+        if pkg.source:
+            props["source-package"] = pkg.source
+        if pkg.source_version:
+            props["source-version"] = pkg.source_version
+        if pkg.architecture:
+            props["architecture"] = pkg.architecture
+        if pkg.installed_size:
+            props["installed-size"] = pkg.installed_size
+        if pkg.section:
+            props["section"] = pkg.section
+        if pkg.status and pkg.status != "installed":
+            props["dpkg-status"] = pkg.status
+        return Component(
+            name=pkg.name,
+            version=pkg.version,
+            type=ComponentType.LIBRARY,
+            purl=deb_purl(pkg, osr),
+            supplier=pkg.maintainer,
+            description=pkg.description,
+            licenses=self._licenses(ctx, pkg.name, cache),
+            properties=props,
+            evidence=[
+                Evidence(
+                    collector=self.id,
+                    method=EvidenceMethod.PACKAGE_DB.value,
+                    path=path,
+                    layer=layer,
+                )
+            ],
+            depends_on=list(pkg.depends),
+            ecosystem="deb",
+        )
+
+    @staticmethod
+    def _licenses(ctx: CollectContext, name: str, cache: dict[str, list[str]]) -> list[str]:
+        if name in cache:
+            return list(cache[name])
+        lics: list[str] = []
+        path = f"/usr/share/doc/{name}/copyright"
+        try:
+            if ctx.fs.exists(path):
+                lics = parse_dep5_licenses(ctx.fs.read_text(path))
+        except Exception:  # noqa: BLE001 - licenses are optional; not captured / unreadable
+            lics = []
+        cache[name] = lics
+        return list(lics)

@@ -1,0 +1,202 @@
+"""python: installed Python distributions (dist-info and egg-info metadata).
+
+Finds ``*.dist-info/METADATA``, ``*.egg-info/PKG-INFO`` and ``*.egg-info``
+files anywhere and reads their RFC 822 style headers (core metadata, any
+version). The body (long description) is not parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from email.utils import getaddresses
+
+from packageurl import PackageURL
+from packaging.utils import canonicalize_name
+
+from ..fsview.spec import PathSpec
+from ..model import Component, ComponentType, EvidenceMethod
+from . import register
+from .base import CollectContext, Collector
+
+__all__ = [
+    "PyDistribution",
+    "PythonCollector",
+    "parse_core_metadata",
+    "pypi_purl",
+    "requirement_name",
+]
+
+_MAX_META = 16 * 1024 * 1024
+_REQ_NAME_RX = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_EXTRA_RX = re.compile(r"\bextra\s*==")
+_HEAD_END_RX = re.compile(r"\r?\n\r?\n")
+_UNSET = {"", "unknown", "none"}
+
+
+@dataclass
+class PyDistribution:
+    name: str
+    version: str
+    summary: str | None = None
+    licenses: list[str] = field(default_factory=list)
+    author: str | None = None
+    home_page: str | None = None
+    metadata_version: str | None = None
+    requires: list[str] = field(default_factory=list)  # canonical names, no extras-only deps
+
+    @property
+    def canonical_name(self) -> str:
+        return str(canonicalize_name(self.name))
+
+
+def requirement_name(req: str) -> str | None:
+    """Canonical project name of a Requires-Dist value; None when the requirement applies
+    only to an extra (``foo; extra == "test"``) or cannot be read."""
+    spec, _, marker = req.partition(";")
+    if marker and _EXTRA_RX.search(marker):
+        return None
+    m = _REQ_NAME_RX.match(spec)
+    return str(canonicalize_name(m.group(1))) if m else None
+
+
+def _clean(v: str | None) -> str | None:
+    if v is None:
+        return None
+    v = str(v).strip()
+    return None if v.lower() in _UNSET else v
+
+
+def _licenses(msg: object) -> list[str]:
+    get = msg.get  # type: ignore[attr-defined]
+    expr = _clean(get("License-Expression"))
+    if expr:
+        return [expr]
+    lic = _clean(get("License"))
+    # a short License field is a name; a long one is usually the whole license text
+    if lic and "\n" not in lic and len(lic) <= 200:
+        return [lic]
+    out: list[str] = []
+    for c in msg.get_all("Classifier") or []:  # type: ignore[attr-defined]
+        parts = [p.strip() for p in str(c).split("::")]
+        if len(parts) >= 2 and parts[0] == "License":
+            name = parts[-1]
+            if name not in ("OSI Approved",) and name not in out:
+                out.append(name)
+    return out
+
+
+def _author(msg: object) -> str | None:
+    get = msg.get  # type: ignore[attr-defined]
+    for key in ("Author", "Maintainer"):
+        v = _clean(get(key))
+        if v:
+            return " ".join(v.split())
+    for key in ("Author-email", "Maintainer-email"):
+        v = _clean(get(key))
+        if v:
+            addrs = [n or a for n, a in getaddresses([v]) if n or a]
+            if addrs:
+                return ", ".join(addrs)
+    return None
+
+
+def parse_core_metadata(text: str) -> PyDistribution:
+    """Parse METADATA / PKG-INFO text. Raises ValueError without Name or Version."""
+    m = _HEAD_END_RX.search(text)
+    head = text[: m.start()] if m else text
+    msg = HeaderParser().parsestr(head)
+    name = _clean(msg.get("Name"))
+    version = _clean(msg.get("Version"))
+    if not name or not version:
+        raise ValueError("core metadata has no Name or Version")
+    reqs: list[str] = []
+    own = str(canonicalize_name(name))
+    for r in msg.get_all("Requires-Dist") or []:
+        n = requirement_name(str(r))
+        if n and n != own and n not in reqs:
+            reqs.append(n)
+    summary = _clean(msg.get("Summary"))
+    return PyDistribution(
+        name=name,
+        version=version,
+        summary=" ".join(summary.split()) if summary else None,
+        licenses=_licenses(msg),
+        author=_author(msg),
+        home_page=_clean(msg.get("Home-page")),
+        metadata_version=_clean(msg.get("Metadata-Version")),
+        requires=reqs,
+    )
+
+
+def pypi_purl(dist: PyDistribution) -> str:
+    return PackageURL(type="pypi", name=dist.canonical_name, version=dist.version).to_string()
+
+
+@register
+class PythonCollector(Collector):
+    id = "python"
+    version = "1"
+    paths = (
+        PathSpec("/**/*.dist-info/METADATA", max_size=_MAX_META),
+        PathSpec("/**/*.dist-info/INSTALLER", max_size=4096),
+        PathSpec("/**/*.egg-info/PKG-INFO", max_size=_MAX_META),
+        PathSpec("/**/*.egg-info", max_size=_MAX_META),
+    )
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        fs = ctx.fs
+        files: list[tuple[str, str]] = []  # (metadata file, the .dist-info / .egg-info path)
+        for path in fs.glob("/**/*.dist-info/METADATA"):
+            files.append((path, path.rsplit("/", 1)[0]))
+        for path in fs.glob("/**/*.egg-info/PKG-INFO"):
+            files.append((path, path.rsplit("/", 1)[0]))
+        for path in fs.glob("/**/*.egg-info"):
+            if fs.is_file(path):
+                files.append((path, path))
+        out: list[Component] = []
+        seen: set[str] = set()
+        for path, meta_dir in sorted(files):
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                dist = parse_core_metadata(fs.read_text(path))
+            except Exception as e:  # noqa: BLE001
+                ctx.unknown(f"cannot read Python package metadata: {e}", path)
+                continue
+            props = {"location": meta_dir.rsplit("/", 1)[0] or "/"}
+            if meta_dir.endswith(".dist-info"):
+                installer = self._installer(ctx, meta_dir + "/INSTALLER")
+                if installer:
+                    props["installer"] = installer
+            if dist.metadata_version:
+                props["metadata-version"] = dist.metadata_version
+            out.append(
+                Component(
+                    name=dist.name,
+                    version=dist.version,
+                    type=ComponentType.LIBRARY,
+                    purl=pypi_purl(dist),
+                    supplier=dist.author,
+                    description=dist.summary,
+                    licenses=list(dist.licenses),
+                    properties=props,
+                    evidence=[ctx.evidence(EvidenceMethod.PACKAGE_METADATA.value, path)],
+                    depends_on=list(dist.requires),
+                    ecosystem="pypi",
+                )
+            )
+        return out
+
+    @staticmethod
+    def _installer(ctx: CollectContext, path: str) -> str | None:
+        try:
+            if not ctx.fs.exists(path):
+                return None
+            first = ctx.fs.read_text(path).strip().splitlines()
+        except Exception:  # noqa: BLE001 - optional
+            return None
+        return first[0].strip()[:100] or None if first else None

@@ -1,0 +1,402 @@
+"""rpm: RHEL / UBI 8+ / Fedora / Rocky / Alma packages from the sqlite rpmdb.
+
+The database (``rpmdb.sqlite``, table ``Packages(hnum, blob)``) holds one rpm
+header per installed package. Headers are parsed here, bounded against
+hostile values (no rpm library is needed):
+
+    int32 il   number of index entries        (big-endian throughout)
+    int32 dl   size of the data store
+    il x 16 bytes: int32 tag, int32 type, int32 offset, int32 count
+    dl bytes of data
+
+Berkeley DB (RHEL 7, ``Packages``) and ndb (SUSE, ``Packages.db``) databases
+are not read; they are reported as unknowns.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import struct
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from packageurl import PackageURL
+
+from ..fsview.spec import PathSpec
+from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from . import register
+from .base import CollectContext, Collector
+from .osrelease import attribute_layers, distro_qualifier, history_snapshots
+
+__all__ = [
+    "RpmCollector",
+    "RpmHeaderError",
+    "RpmPackage",
+    "parse_rpm_header",
+    "read_rpmdb_bytes",
+    "read_rpmdb_file",
+    "resolve_requires",
+    "rpm_purl",
+]
+
+SQLITE_DBS = ("/usr/lib/sysimage/rpm/rpmdb.sqlite", "/var/lib/rpm/rpmdb.sqlite")
+BDB_DBS = ("/var/lib/rpm/Packages", "/usr/lib/sysimage/rpm/Packages")
+NDB_DBS = ("/var/lib/rpm/Packages.db", "/usr/lib/sysimage/rpm/Packages.db")
+MAX_DB_SIZE = 512 * 1024 * 1024
+MAX_WAL_SIZE = 64 * 1024 * 1024
+
+# header tags
+TAG_NAME = 1000
+TAG_VERSION = 1001
+TAG_RELEASE = 1002
+TAG_EPOCH = 1003
+TAG_SUMMARY = 1004
+TAG_VENDOR = 1011
+TAG_LICENSE = 1014
+TAG_URL = 1020
+TAG_ARCH = 1022
+TAG_SOURCERPM = 1044
+TAG_PROVIDENAME = 1047
+TAG_REQUIRENAME = 1049
+TAG_MODULARITYLABEL = 5096
+
+_WANTED = frozenset(
+    {TAG_NAME, TAG_VERSION, TAG_RELEASE, TAG_EPOCH, TAG_SUMMARY, TAG_VENDOR, TAG_LICENSE,
+     TAG_URL, TAG_ARCH, TAG_SOURCERPM, TAG_PROVIDENAME, TAG_REQUIRENAME, TAG_MODULARITYLABEL}
+)
+
+# header data types
+T_INT32 = 4
+T_STRING = 6
+T_BIN = 7
+T_STRING_ARRAY = 8
+T_I18NSTRING = 9
+
+_MAX_INDEX = 0xFFFF  # rpm's own HEADER_TAGS_MAX
+_MAX_DATA = 256 * 1024 * 1024  # rpm's HEADER_DATA_MAX
+_ENTRY = struct.Struct(">iiii")
+_HEAD = struct.Struct(">ii")
+
+
+class RpmHeaderError(ValueError):
+    pass
+
+
+@dataclass
+class RpmPackage:
+    name: str
+    version: str
+    release: str
+    epoch: int | None = None
+    arch: str | None = None
+    license: str | None = None
+    vendor: str | None = None
+    summary: str | None = None
+    url: str | None = None
+    source_rpm: str | None = None
+    modularity_label: str | None = None
+    provides: list[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
+
+    @property
+    def evr(self) -> str:
+        """``[epoch:]version-release`` (epoch omitted when absent or 0)."""
+        base = f"{self.version}-{self.release}"
+        return f"{self.epoch}:{base}" if self.epoch else base
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.arch or "")
+
+
+def _cstring(store: bytes, off: int, dl: int) -> tuple[str, int]:
+    end = store.find(b"\0", off, dl)
+    if end == -1:
+        raise RpmHeaderError("unterminated string")
+    return store[off:end].decode("utf-8", errors="replace"), end + 1
+
+
+def parse_rpm_header(blob: bytes) -> dict[int, object]:
+    """Decode the tags we use from one header blob: tag -> str | list[str] | list[int]."""
+    n = len(blob)
+    if n < 8:
+        raise RpmHeaderError("header too short")
+    il, dl = _HEAD.unpack_from(blob, 0)
+    if il < 1 or il > _MAX_INDEX:
+        raise RpmHeaderError(f"bad index count {il}")
+    if dl < 0 or dl > _MAX_DATA:
+        raise RpmHeaderError(f"bad data size {dl}")
+    start = 8 + 16 * il
+    if start + dl > n:
+        raise RpmHeaderError("header truncated")
+    store = blob[start : start + dl]
+    out: dict[int, object] = {}
+    for i in range(il):
+        tag, typ, off, count = _ENTRY.unpack_from(blob, 8 + 16 * i)
+        if tag not in _WANTED:
+            continue
+        if off < 0 or off >= dl or count < 1 or count > dl:
+            raise RpmHeaderError(f"tag {tag}: bad offset/count")
+        if typ == T_STRING:
+            out[tag], _ = _cstring(store, off, dl)
+        elif typ in (T_STRING_ARRAY, T_I18NSTRING):
+            vals: list[str] = []
+            pos = off
+            for _ in range(count):
+                s, pos = _cstring(store, pos, dl)
+                vals.append(s)
+                if typ == T_I18NSTRING:
+                    break  # the first is the C locale
+            out[tag] = vals[0] if typ == T_I18NSTRING else vals
+        elif typ == T_INT32:
+            if off % 4 or off + 4 * count > dl:
+                raise RpmHeaderError(f"tag {tag}: bad int32 array")
+            out[tag] = list(struct.unpack_from(f">{count}i", store, off))
+        # other types are not used for the tags we read
+    return out
+
+
+def _s(h: dict[int, object], tag: int) -> str | None:
+    v = h.get(tag)
+    if isinstance(v, list):
+        v = v[0] if v and isinstance(v[0], str) else None
+    return v.strip() or None if isinstance(v, str) else None
+
+
+def _package_from_header(h: dict[int, object]) -> RpmPackage | None:
+    name = _s(h, TAG_NAME)
+    version = _s(h, TAG_VERSION)
+    release = _s(h, TAG_RELEASE)
+    if not name or version is None or release is None:
+        raise RpmHeaderError("header has no name, version or release")
+    if name == "gpg-pubkey":
+        return None
+    ep = h.get(TAG_EPOCH)
+    epoch = ep[0] if isinstance(ep, list) and ep and isinstance(ep[0], int) else None
+    provides = h.get(TAG_PROVIDENAME)
+    requires = h.get(TAG_REQUIRENAME)
+    return RpmPackage(
+        name=name,
+        version=version,
+        release=release,
+        epoch=epoch,
+        arch=_s(h, TAG_ARCH),
+        license=_s(h, TAG_LICENSE),
+        vendor=_s(h, TAG_VENDOR),
+        summary=_s(h, TAG_SUMMARY),
+        url=_s(h, TAG_URL),
+        source_rpm=_s(h, TAG_SOURCERPM),
+        modularity_label=_s(h, TAG_MODULARITYLABEL),
+        provides=[p for p in provides if isinstance(p, str)] if isinstance(provides, list) else [],
+        requires=[r for r in requires if isinstance(r, str)] if isinstance(requires, list) else [],
+    )
+
+
+def read_rpmdb_file(path: str, *, private: bool = False) -> tuple[list[RpmPackage], list[str]]:
+    """Read a sqlite rpmdb on disk. Returns packages and problems (headers that did not
+    parse). Raises ``sqlite3.DatabaseError`` if the file is not a readable rpmdb.
+
+    The file is opened read-only and immutable (its write-ahead log, if any, is
+    ignored) unless ``private``: then it is a private copy, opened normally so
+    that SQLite applies a ``-wal`` file lying next to it.
+    """
+    uri = "file:" + quote(os.path.abspath(path)) + ("" if private else "?mode=ro&immutable=1")
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        pkgs: list[RpmPackage] = []
+        problems: list[str] = []
+        for hnum, blob in conn.execute("SELECT hnum, blob FROM Packages ORDER BY hnum"):
+            if not isinstance(blob, (bytes, bytearray, memoryview)):
+                problems.append(f"header {hnum}: not a blob")
+                continue
+            try:
+                pkg = _package_from_header(parse_rpm_header(bytes(blob)))
+            except RpmHeaderError as e:
+                problems.append(f"header {hnum}: {e}")
+                continue
+            if pkg is not None:
+                pkgs.append(pkg)
+        return pkgs, problems
+    finally:
+        conn.close()
+
+
+def read_rpmdb_bytes(
+    data: bytes, wal: bytes | None = None
+) -> tuple[list[RpmPackage], list[str]]:
+    """Same as ``read_rpmdb_file`` for database content held in memory, with the
+    content of its write-ahead log (``rpmdb.sqlite-wal``) when it has one."""
+    with tempfile.TemporaryDirectory(prefix="gpusbom-rpmdb-") as d:
+        p = os.path.join(d, "rpmdb.sqlite")
+        with open(p, "wb") as f:
+            f.write(data)
+        if wal:
+            with open(p + "-wal", "wb") as f:
+                f.write(wal)
+        return read_rpmdb_file(p, private=bool(wal))
+
+
+def _read_content(content: object, wal: bytes | None = None) -> tuple[list[RpmPackage], list[str]]:
+    spooled = getattr(content, "spooled_path", None)
+    if wal:
+        return read_rpmdb_bytes(content.read(), wal)  # type: ignore[attr-defined]
+    if spooled:
+        return read_rpmdb_file(spooled)
+    return read_rpmdb_bytes(content.read())  # type: ignore[attr-defined]
+
+
+def _snapshot(content: object) -> dict[tuple[str, str], str]:
+    pkgs, _ = _read_content(content)
+    return {p.key: p.evr for p in pkgs}
+
+
+def rpm_purl(pkg: RpmPackage, os_release: dict[str, str]) -> str:
+    namespace = (os_release.get("ID") or "").strip().lower() or None
+    q: dict[str, str] = {}
+    if pkg.arch:
+        q["arch"] = pkg.arch
+    if pkg.epoch:
+        q["epoch"] = str(pkg.epoch)
+    distro = distro_qualifier(os_release)
+    if distro:
+        q["distro"] = distro
+    return PackageURL(
+        type="rpm", namespace=namespace, name=pkg.name, version=f"{pkg.version}-{pkg.release}",
+        qualifiers=q,
+    ).to_string()
+
+
+def resolve_requires(pkgs: list[RpmPackage]) -> dict[str, list[str]]:
+    """name -> names of the installed packages providing what it requires."""
+    providers: dict[str, list[str]] = {}
+    for p in pkgs:
+        for cap in [p.name, *p.provides]:
+            lst = providers.setdefault(cap, [])
+            if p.name not in lst:
+                lst.append(p.name)
+    out: dict[str, list[str]] = {}
+    for p in pkgs:
+        deps: list[str] = []
+        for req in p.requires:
+            if req.startswith("rpmlib("):
+                continue
+            cands = providers.get(req)
+            if not cands:
+                continue
+            dep = req if req in cands else cands[0]
+            if dep != p.name and dep not in deps:
+                deps.append(dep)
+        out.setdefault(p.name, [])
+        for d in deps:
+            if d not in out[p.name]:
+                out[p.name].append(d)
+    return out
+
+
+@register
+class RpmCollector(Collector):
+    id = "rpm"
+    version = "1"
+    paths = (
+        *(PathSpec(p, history=True, max_size=MAX_DB_SIZE) for p in SQLITE_DBS),
+        *(PathSpec(p + "-wal", max_size=MAX_WAL_SIZE) for p in SQLITE_DBS),
+        *(PathSpec(p, max_size=0) for p in BDB_DBS + NDB_DBS),
+    )
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        fs = ctx.fs
+        osr = ctx.target.os_release or {}
+        out: list[Component] = []
+        done: set[str] = set()
+        for path in SQLITE_DBS:
+            try:
+                if not fs.exists(path):
+                    continue
+                real = fs.realpath(path)
+            except Exception as e:  # noqa: BLE001
+                ctx.unknown(f"cannot resolve rpmdb: {e}", path)
+                continue
+            if real in done:
+                continue
+            done.add(real)
+            out.extend(self._read_db(ctx, real, osr))
+        if not done:
+            for path in BDB_DBS:
+                if fs.exists(path):
+                    ctx.unknown("rpmdb in Berkeley DB format is not supported", path)
+                    break
+            for path in NDB_DBS:
+                if fs.exists(path):
+                    ctx.unknown("rpmdb in ndb format is not supported", path)
+                    break
+        return out
+
+    @staticmethod
+    def _wal(ctx: CollectContext, path: str) -> bytes | None:
+        """A non-empty write-ahead log next to the database (rpm normally checkpoints it
+        on exit; one left behind holds the latest transactions)."""
+        wal = path + "-wal"
+        try:
+            entry = ctx.fs.lookup(wal)
+            if entry is None or entry.size == 0:
+                return None
+            return ctx.fs.read_bytes(wal)
+        except Exception as e:  # noqa: BLE001
+            ctx.unknown(f"cannot read rpmdb write-ahead log, it is ignored: {e}", wal)
+            return None
+
+    def _read_db(self, ctx: CollectContext, path: str, osr: dict[str, str]) -> list[Component]:
+        fs = ctx.fs
+        try:
+            entry = fs.lookup(path)
+            content = entry.content if entry is not None else None
+            if content is None:
+                fs.read_bytes(path)  # raises the reason (not captured / too large)
+                raise FileNotFoundError(path)
+            pkgs, problems = _read_content(content, self._wal(ctx, path))
+        except Exception as e:  # noqa: BLE001
+            ctx.unknown(f"cannot read rpmdb: {e}", path)
+            return []
+        for p in problems:
+            ctx.unknown(f"rpmdb: {p}", path)
+        snaps = history_snapshots(fs, path, _snapshot)
+        intro = attribute_layers(snaps, {p.key: p.evr for p in pkgs})
+        final_layer = fs.layer_of(path)
+        deps = resolve_requires(pkgs)
+        comps: list[Component] = []
+        for pkg in pkgs:
+            props: dict[str, str] = {}
+            if pkg.arch:
+                props["architecture"] = pkg.arch
+            if pkg.source_rpm:
+                props["source-rpm"] = pkg.source_rpm
+            if pkg.epoch is not None:
+                props["epoch"] = str(pkg.epoch)
+            if pkg.modularity_label:
+                props["modularity-label"] = pkg.modularity_label
+            comps.append(
+                Component(
+                    name=pkg.name,
+                    version=pkg.evr,
+                    type=ComponentType.LIBRARY,
+                    purl=rpm_purl(pkg, osr),
+                    supplier=pkg.vendor,
+                    description=pkg.summary,
+                    licenses=[pkg.license] if pkg.license else [],
+                    properties=props,
+                    evidence=[
+                        Evidence(
+                            collector=self.id,
+                            method=EvidenceMethod.PACKAGE_DB.value,
+                            path=path,
+                            layer=intro.get(pkg.key) or final_layer,
+                        )
+                    ],
+                    depends_on=list(deps.get(pkg.name, [])),
+                    ecosystem="rpm",
+                )
+            )
+        return comps
