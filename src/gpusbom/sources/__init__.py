@@ -1,0 +1,110 @@
+"""Image sources: where the bytes of a scan come from.
+
+``resolve_source(reference)`` turns what the user typed into a ``Source``:
+
+* an explicit prefix: ``docker:REF``, ``docker-archive:PATH[:NAME:TAG|:@N]``,
+  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH`` (``registry:`` is reserved);
+* a path to an existing file (a ``docker save`` or OCI archive, told apart by its
+  members) or directory (an OCI layout if it has ``oci-layout``, else a root filesystem);
+* otherwise an image reference in the local Docker Engine.
+
+``docker:`` always means the Engine, so the official ``docker`` image is ``docker:docker:TAG``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..errors import ImageFormatError, SourceNotFoundError, UsageError
+from ..fsview.types import Limits
+from .archive import AutoArchiveSource, DockerArchiveSource, OciArchiveSource, sniff_archive
+from .base import ReadContext, Source, SourceResult
+from .directory import DirectorySource
+from .engine import DockerEngineSource
+from .oci import OciLayoutSource
+
+SOURCES: dict[str, type[Source]] = {
+    "docker": DockerEngineSource,
+    "docker-archive": DockerArchiveSource,
+    "oci-archive": OciArchiveSource,
+    "oci": OciLayoutSource,
+    "dir": DirectorySource,
+}
+RESERVED = ("registry",)
+
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOCKER_REF = re.compile(
+    rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+
+_HINT = "Pass docker-archive:PATH, oci-archive:PATH, oci:DIR[:TAG] or dir:PATH"
+
+
+def _explicit(scheme: str, reference: str, location: str) -> Source:
+    if scheme in RESERVED:
+        raise UsageError(f"{reference!r}: {scheme} sources are not implemented yet")
+    cls = SOURCES.get(scheme)
+    if cls is None:
+        known = ", ".join(sorted(SOURCES))
+        raise UsageError(f"unknown source {scheme!r} (expected one of: {known})")
+    if not location:
+        raise UsageError(f"{reference!r}: nothing after '{scheme}:'")
+    return cls(reference, location)
+
+
+def resolve_source(reference: str, *, source: str | None = None) -> Source:
+    """The Source for ``reference``; ``source`` forces a scheme (then the prefix is optional)."""
+    if not reference:
+        raise UsageError("empty image reference")
+    if source is not None:
+        return _explicit(source, reference, reference.removeprefix(source + ":"))
+    scheme, sep, rest = reference.partition(":")
+    if sep and (scheme in SOURCES or scheme in RESERVED):
+        return _explicit(scheme, reference, rest)
+
+    if os.path.isfile(reference):
+        kind = sniff_archive(reference, Limits())
+        if kind == "docker-archive":
+            return DockerArchiveSource(reference, reference)
+        if kind == "oci-archive":
+            return OciArchiveSource(reference, reference)
+        if kind == "compressed":
+            return AutoArchiveSource(reference, reference)
+        raise ImageFormatError(
+            f"{reference}: not an image archive (no manifest.json or index.json)"
+        )
+    if os.path.isdir(reference):
+        if os.path.isfile(os.path.join(reference, "oci-layout")):
+            return OciLayoutSource(reference, reference)
+        return DirectorySource(reference, reference)
+    if os.path.lexists(reference):
+        raise ImageFormatError(f"{reference}: not a regular file or directory")
+
+    if _DOCKER_REF.match(reference):
+        engine = DockerEngineSource(reference, reference)
+        why = engine.probe()
+        if why is None:
+            return engine
+        tried = f"tried docker ({why})"
+    else:
+        tried = "it is not a valid image reference"
+    raise SourceNotFoundError(
+        f"image {reference!r} not found: {tried}; it is not a file or directory. {_HINT}"
+    )
+
+
+__all__ = [
+    "SOURCES",
+    "AutoArchiveSource",
+    "DirectorySource",
+    "DockerArchiveSource",
+    "DockerEngineSource",
+    "OciArchiveSource",
+    "OciLayoutSource",
+    "ReadContext",
+    "Source",
+    "SourceResult",
+    "resolve_source",
+]

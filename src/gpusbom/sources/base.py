@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..fsview.spec import PathMatcher
 from ..fsview.types import LayerIndex, Limits, NullProgress, ProgressSink, Spool
 from ..model import Target
+
+if TYPE_CHECKING:  # type-only: keeps importing sources cheap
+    from ..fsview.view import FsView
 
 
 @dataclass
@@ -24,6 +27,9 @@ class ReadContext:
 class SourceResult:
     target: Target
     layers: list[LayerIndex]  # in application order, bottom first
+    # Set instead of ``layers`` by sources that build the view themselves (``dir:``);
+    # the scanner uses it as is and does not squash.
+    view: FsView | None = None
 
 
 class Source(ABC):

@@ -1,0 +1,115 @@
+"""Shared pytest fixtures.
+
+* the repository root is put on ``sys.path`` so tests can ``from fixtures import imagetools``;
+* ``docker_engine``: a private Docker Engine for the session (root only), yields its DOCKER_HOST;
+* ``docker_env``: ``docker_engine`` plus DOCKER_HOST set for one test;
+* ``docker_load``: ``docker load -i ARCHIVE`` into ``docker_engine``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DOCKERD_START_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[str]:
+    """Start a private dockerd (vfs storage, no networking) and yield its ``unix://`` URL.
+
+    Load images with ``docker load -i ARCHIVE`` under ``DOCKER_HOST=<url>``. Containers
+    cannot run in it (no bridge, no iptables); ``docker load``/``save``/``build FROM
+    scratch`` work.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("the test Docker Engine needs root to run dockerd")
+    dockerd, docker = shutil.which("dockerd"), shutil.which("docker")
+    if dockerd is None or docker is None:
+        pytest.skip("dockerd / docker CLI not installed (apt-get install docker.io)")
+    # unix socket paths must stay under 108 bytes: keep the state directory short
+    tmp = tempfile.mkdtemp(prefix="gpusbom-dockerd-", dir="/tmp")
+    host = f"unix://{tmp}/docker.sock"
+    log_path = Path(tmp, "dockerd.log")
+    cmd = [
+        dockerd,
+        "--storage-driver=vfs",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--bridge=none",
+        "--data-root", f"{tmp}/data",
+        "--exec-root", f"{tmp}/exec",
+        "-H", host,
+        "--pidfile", f"{tmp}/docker.pid",
+    ]  # fmt: skip
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    env = dict(os.environ, DOCKER_HOST=host)
+    deadline = time.monotonic() + DOCKERD_START_TIMEOUT
+    try:
+        while True:
+            if proc.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                pytest.fail(f"dockerd exited with {proc.returncode}:\n{tail}")
+            try:
+                ok = (
+                    subprocess.run(
+                        [docker, "version"], env=env, capture_output=True, timeout=10, check=False
+                    ).returncode
+                    == 0
+                )
+            except subprocess.TimeoutExpired:
+                ok = False
+            if ok:
+                break
+            if time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                pytest.fail(f"dockerd did not answer within {DOCKERD_START_TIMEOUT:.0f}s:\n{tail}")
+            time.sleep(0.3)
+        yield host
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def docker_env(docker_engine: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``docker_engine`` with DOCKER_HOST set for this test; returns the URL."""
+    monkeypatch.setenv("DOCKER_HOST", docker_engine)
+    return docker_engine
+
+
+@pytest.fixture
+def docker_load(docker_engine: str) -> Callable[[str | os.PathLike[str]], str]:
+    """A function that ``docker load``s an archive into ``docker_engine``; returns the CLI output."""
+
+    def load(archive: str | os.PathLike[str]) -> str:
+        proc = subprocess.run(
+            ["docker", "load", "-i", str(archive)],
+            env=dict(os.environ, DOCKER_HOST=docker_engine),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"docker load -i {archive} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    return load
