@@ -10,13 +10,17 @@ import datetime as _dt
 import logging
 import os
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .collectors import CollectContext, Collector, all_collectors
 from .errors import InputError, UsageError
 from .fsview.spec import PathMatcher, PathSpec
-from .fsview.types import Limits, NullProgress, ProgressSink, Spool
+from .fsview.types import EntryKind, Limits, NullProgress, ProgressSink, Spool
 from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+
+if TYPE_CHECKING:
+    from .fsview.view import FsView
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,18 @@ def run_collectors(
     return components, unknowns
 
 
+def check_needed_links(fs: FsView, matcher: PathMatcher) -> None:
+    """Fail on a symlink loop at a path some collector needs.
+
+    Loops elsewhere in an image are harmless (nothing follows them), but a
+    loop where a package database or version file should be means the image
+    cannot be described: that is an input error (exit 3), not a silent gap.
+    """
+    for entry in fs.entries():
+        if entry.kind is EntryKind.SYMLINK and matcher.match(entry.path) is not None:
+            fs.lookup(entry.path)  # raises UnsafeArchiveError naming the loop
+
+
 def _sort_key(c: Component) -> tuple[str, str, str, str, str]:
     path = c.evidence[0].path if c.evidence and c.evidence[0].path else ""
     return (c.type.value, c.ecosystem or "", c.name, c.version or "", path)
@@ -144,6 +160,7 @@ def scan(
         )
         read = src.read(ctx)
         fs = read.view if getattr(read, "view", None) is not None else squash(read.layers, limits)
+        check_needed_links(fs, matcher)
         target = read.target
         target.os_release = read_os_release(fs)
         components, unknowns = run_collectors(fs, target, classes)
