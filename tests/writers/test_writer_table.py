@@ -31,14 +31,15 @@ def test_table_lists_components_and_unknowns() -> None:
         assert c.name in text
         if c.version:
             assert c.version in text
-    assert "1f1f1f1f1f1f" in text and "1f1f1f1f1f1f1" not in text  # short diff_id
+    assert "1f1f1f1f" in text and "1f1f1f1f1" not in text  # short diff_id
     assert "/var/lib/dpkg/status" in text
     flat = " ".join(text.split())  # the summary may wrap
     assert "10 components, 2 unknowns" in flat
-    assert "target: nvcr.io/nvidia/cuda:12.4.1-runtime-debian12" in flat
-    assert f"digest: {helpers.MANIFEST_DIGEST}" in flat
-    assert "platform: linux/amd64" in flat
-    assert "os: Debian GNU/Linux 12 (bookworm)" in flat
+    assert "Target: nvcr.io/nvidia/cuda:12.4.1-runtime-debian12" in flat
+    assert f"Digest: {helpers.MANIFEST_DIGEST}" in flat
+    assert "Platform: linux/amd64" in flat
+    assert "OS: Debian GNU/Linux 12 (bookworm)" in flat
+    assert all(line == line.rstrip() for line in text.splitlines())  # no trailing blanks
     assert "rpm: rpmdb not found; skipped" in flat
     assert "python: METADATA is not valid UTF-8 (/usr/lib/python3/dist-packages/" in flat
     # unknowns come after the table
