@@ -41,6 +41,7 @@ class RichProgress:
     def layer_started(self, index: int, total: int, size: int | None, name: str) -> None:
         desc = f"layer {index + 1}/{total}" if total else f"layer {index + 1}"
         self._task = self._progress.add_task(desc, total=size)
+        self._progress.refresh()  # show each layer at least once, even when it is quick
 
     def advance(self, nbytes: int) -> None:
         if self._task is not None:
