@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .collectors import CollectContext, Collector, all_collectors
@@ -21,6 +22,9 @@ from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknow
 
 if TYPE_CHECKING:
     from .fsview.view import FsView
+
+if TYPE_CHECKING:
+    from .sources.registry import RegistryOptions
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +143,12 @@ def scan(
     collectors: Sequence[str] | None = None,
     limits: Limits | None = None,
     progress: ProgressSink | None = None,
+    registry: RegistryOptions | None = None,
 ) -> ScanResult:
-    """Scan an image reference (or ``dir:PATH``) and return the model."""
+    """Scan an image reference (or ``dir:PATH``) and return the model.
+
+    ``registry``: credentials and insecure hosts for registry pulls.
+    """
     from .collectors.osrelease import read_os_release
     from .fsview.squash import squash
     from .sources import resolve_source
@@ -149,7 +157,7 @@ def scan(
     limits = limits or Limits()
     classes = select_collectors(collectors)
     matcher = build_matcher(classes)
-    src = resolve_source(reference, source=source)
+    src = resolve_source(reference, source=source, registry=registry)
     with Spool(limits) as spool:
         ctx = ReadContext(
             matcher=matcher,

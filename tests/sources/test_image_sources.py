@@ -333,8 +333,10 @@ def test_resolve_kinds(forms: dict[str, Any], tmp_path: Path) -> None:
     assert isinstance(resolve_source(f"dir:{tmp_path}"), DirectorySource)
     src = resolve_source(f"{d}/legacy.tar", source="docker-archive")
     assert isinstance(src, DockerArchiveSource) and src.location == f"{d}/legacy.tar"
-    with pytest.raises(UsageError, match="registry sources are not implemented yet"):
-        resolve_source("registry:nvcr.io/nvidia/cuda:12.4.1-base")
+    from gpusbom.sources import RegistrySource
+
+    src = resolve_source("registry:nvcr.io/nvidia/cuda:12.4.1-base")
+    assert isinstance(src, RegistrySource) and src.location == "nvcr.io/nvidia/cuda:12.4.1-base"
     with pytest.raises(UsageError, match="unknown source"):
         resolve_source("x", source="ftp")
 

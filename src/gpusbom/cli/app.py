@@ -45,6 +45,7 @@ class SourceChoice(str, Enum):
     oci_archive = "oci-archive"
     oci = "oci"
     dir = "dir"
+    registry = "registry"
 
 
 class CdxVersion(str, Enum):
@@ -77,7 +78,8 @@ def scan(
         typer.Option(
             "--image",
             "-i",
-            help="name:tag, name@sha256:..., docker-archive:PATH, oci-archive:PATH, "
+            help="name:tag, name@sha256:... (the local Docker Engine if it has the image, else "
+            "the registry), registry:REF, docker:REF, docker-archive:PATH, oci-archive:PATH, "
             "oci:DIR[:TAG], dir:PATH, or a bare path.",
         ),
     ] = None,
@@ -107,12 +109,52 @@ def scan(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks and debug logs.")] = False,
+    username: Annotated[
+        Optional[str],
+        typer.Option(help="Registry user name (with --password-stdin); else ~/.docker/config.json."),
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the registry password from stdin.")
+    ] = False,
+    insecure_registry: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--insecure-registry",
+            help="HOST or HOST:PORT to reach over plain HTTP or unverified TLS; repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Scan a container image or root filesystem and write SBOMs."""
     if debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-    code = _scan(target, image, output, source, platform, cyclonedx_version, collector, strict, quiet, debug)
+    try:
+        registry = _registry_options(username, password_stdin, insecure_registry)
+    except Exception as exc:  # noqa: BLE001 - usage errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
+    code = _scan(
+        target, image, output, source, platform, cyclonedx_version, collector, strict, quiet,
+        debug, registry,
+    )  # fmt: skip
     raise typer.Exit(code)
+
+
+def _registry_options(
+    username: str | None, password_stdin: bool, insecure: list[str] | None
+) -> object:
+    from ..sources.registry import RegistryOptions, Secret
+
+    if password_stdin and username is None:
+        raise UsageError("--password-stdin needs --username")
+    if username is not None and not password_stdin:
+        raise UsageError("--username needs --password-stdin (the password is read from stdin)")
+    password = None
+    if password_stdin:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("--password-stdin: pipe the password into gpusbom's stdin")
+        password = Secret(sys.stdin.read().rstrip("\r\n"))
+        if not password:
+            raise UsageError("--password-stdin: stdin was empty")
+    return RegistryOptions(username=username, password=password, insecure=tuple(insecure or ()))
 
 
 def _scan(
@@ -126,6 +168,7 @@ def _scan(
     strict: bool,
     quiet: bool,
     debug: bool,
+    registry: object = None,
 ) -> int:
     from ..scan import scan as do_scan
     from ..writers import WriterOptions
@@ -151,6 +194,7 @@ def _scan(
                     platform=platform,
                     collectors=collector,
                     progress=progress,
+                    registry=registry,  # type: ignore[arg-type]
                 )
         else:
             result = do_scan(
@@ -158,6 +202,7 @@ def _scan(
                 source=source.value if source else None,
                 platform=platform,
                 collectors=collector,
+                registry=registry,  # type: ignore[arg-type]
             )
         emit(result, specs, options)
         if strict and result.unknowns:

@@ -2,13 +2,17 @@
 
 ``resolve_source(reference)`` turns what the user typed into a ``Source``:
 
-* an explicit prefix: ``docker:REF``, ``docker-archive:PATH[:NAME:TAG|:@N]``,
-  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH`` (``registry:`` is reserved);
+* an explicit prefix: ``docker:REF``, ``registry:REF``, ``docker-archive:PATH[:NAME:TAG|:@N]``,
+  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH``;
 * a path to an existing file (a ``docker save`` or OCI archive, told apart by its
   members) or directory (an OCI layout if it has ``oci-layout``, else a root filesystem);
-* otherwise an image reference in the local Docker Engine.
+* otherwise an image reference (``name[:tag][@sha256:...]``), looked up in this order:
+  1. the local Docker Engine, when it is reachable and has the image;
+  2. the registry the reference names (Docker Hub when it names none), pulled directly.
+  When neither has it, the error says why each failed.
 
-``docker:`` always means the Engine, so the official ``docker`` image is ``docker:docker:TAG``.
+``docker:`` always means the Engine, so the official ``docker`` image is ``docker:docker:TAG``;
+``registry:`` (or ``--source registry``) always means the registry, skipping the Engine.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .base import ReadContext, Source, SourceResult
 from .directory import DirectorySource
 from .engine import DockerEngineSource
 from .oci import OciLayoutSource
+from .registry import RegistryOptions, RegistrySource
 
 SOURCES: dict[str, type[Source]] = {
     "docker": DockerEngineSource,
@@ -30,8 +35,9 @@ SOURCES: dict[str, type[Source]] = {
     "oci-archive": OciArchiveSource,
     "oci": OciLayoutSource,
     "dir": DirectorySource,
+    "registry": RegistrySource,
 }
-RESERVED = ("registry",)
+RESERVED: tuple[str, ...] = ()
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOCKER_REF = re.compile(
@@ -39,10 +45,12 @@ _DOCKER_REF = re.compile(
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 
-_HINT = "Pass docker-archive:PATH, oci-archive:PATH, oci:DIR[:TAG] or dir:PATH"
+_HINT = "Pass registry:REF, docker-archive:PATH, oci-archive:PATH, oci:DIR[:TAG] or dir:PATH"
 
 
-def _explicit(scheme: str, reference: str, location: str) -> Source:
+def _explicit(
+    scheme: str, reference: str, location: str, registry: RegistryOptions | None = None
+) -> Source:
     if scheme in RESERVED:
         raise UsageError(f"{reference!r}: {scheme} sources are not implemented yet")
     cls = SOURCES.get(scheme)
@@ -51,18 +59,25 @@ def _explicit(scheme: str, reference: str, location: str) -> Source:
         raise UsageError(f"unknown source {scheme!r} (expected one of: {known})")
     if not location:
         raise UsageError(f"{reference!r}: nothing after '{scheme}:'")
+    if cls is RegistrySource:
+        return RegistrySource(reference, location, registry)
     return cls(reference, location)
 
 
-def resolve_source(reference: str, *, source: str | None = None) -> Source:
-    """The Source for ``reference``; ``source`` forces a scheme (then the prefix is optional)."""
+def resolve_source(
+    reference: str, *, source: str | None = None, registry: RegistryOptions | None = None
+) -> Source:
+    """The Source for ``reference``; ``source`` forces a scheme (then the prefix is optional).
+
+    ``registry``: credentials and insecure hosts for registry pulls (explicit or fallback).
+    """
     if not reference:
         raise UsageError("empty image reference")
     if source is not None:
-        return _explicit(source, reference, reference.removeprefix(source + ":"))
+        return _explicit(source, reference, reference.removeprefix(source + ":"), registry)
     scheme, sep, rest = reference.partition(":")
     if sep and (scheme in SOURCES or scheme in RESERVED):
-        return _explicit(scheme, reference, rest)
+        return _explicit(scheme, reference, rest, registry)
 
     if os.path.isfile(reference):
         kind = sniff_archive(reference, Limits())
@@ -88,6 +103,15 @@ def resolve_source(reference: str, *, source: str | None = None) -> Source:
         if why is None:
             return engine
         tried = f"tried docker ({why})"
+        try:
+            remote = RegistrySource(reference, reference, registry)
+        except UsageError as e:
+            tried += f"; not a registry reference ({e})"
+        else:
+            why_remote = remote.probe()
+            if why_remote is None:
+                return remote
+            tried += f"; tried registry ({why_remote})"
     else:
         tried = "it is not a valid image reference"
     raise SourceNotFoundError(
@@ -104,6 +128,8 @@ __all__ = [
     "OciArchiveSource",
     "OciLayoutSource",
     "ReadContext",
+    "RegistryOptions",
+    "RegistrySource",
     "Source",
     "SourceResult",
     "resolve_source",

@@ -439,18 +439,11 @@ def plan_oci(store: BlobStore, ctx: ReadContext, tag: str | None) -> ImagePlan:
         _, doc = _read_blob_json(store, desc, "manifest")
         doc = _obj(doc, f"{label}: manifest {desc['digest']}")
         mt = mt or doc.get("mediaType")
-        if mt in INDEX_TYPES or (mt is None and "manifests" in doc and "layers" not in doc):
-            inner = doc.get("manifests")
-            w = f"{label}: image index {desc['digest']}"
-            if not isinstance(inner, list):
-                raise ImageFormatError(f"{w}: has no manifests list")
-            desc = _choose([_descriptor(d, w) for d in inner], ctx, label, top=False)
+        if is_index(mt, doc):
+            desc = choose_manifest(doc, ctx, label, f"{label}: image index {desc['digest']}")
             continue
-        if mt is not None and mt not in MANIFEST_TYPES:
-            raise ImageFormatError(
-                f"{label}: manifest {desc['digest']} has unsupported media type {mt}"
-            )
-        plan = _plan_from_manifest(store, desc["digest"], doc, ctx)
+        check_manifest_type(mt, label, desc["digest"])
+        plan = plan_from_manifest(store, desc["digest"], doc, ctx)
         if top_tag:
             plan.tags = [top_tag]
             plan.name = _name_from_tag(desc, top_tag)
@@ -458,6 +451,28 @@ def plan_oci(store: BlobStore, ctx: ReadContext, tag: str | None) -> ImagePlan:
             plan.tags = tags
         return plan
     raise ImageFormatError(f"{label}: image indexes nested too deeply")
+
+
+def is_index(media_type: str | None, doc: dict[str, Any]) -> bool:
+    """An image index / manifest list (by media type, else by shape)."""
+    return media_type in INDEX_TYPES or (
+        media_type is None and "manifests" in doc and "layers" not in doc
+    )
+
+
+def check_manifest_type(media_type: str | None, label: str, digest: str) -> None:
+    if media_type is not None and media_type not in MANIFEST_TYPES:
+        raise ImageFormatError(f"{label}: manifest {digest} has unsupported media type {media_type}")
+
+
+def choose_manifest(
+    index: dict[str, Any], ctx: ReadContext, label: str, where: str
+) -> dict[str, Any]:
+    """The descriptor for ``ctx.platform`` (or the host's) from an image index document."""
+    inner = index.get("manifests")
+    if not isinstance(inner, list):
+        raise ImageFormatError(f"{where}: has no manifests list")
+    return _choose([_descriptor(d, where) for d in inner], ctx, label, top=False)
 
 
 def _name_from_tag(desc: dict[str, Any], tag: str) -> str | None:
@@ -470,9 +485,10 @@ def _name_from_tag(desc: dict[str, Any], tag: str) -> str | None:
     return None
 
 
-def _plan_from_manifest(
+def plan_from_manifest(
     store: BlobStore, manifest_digest: str, doc: dict[str, Any], ctx: ReadContext
 ) -> ImagePlan:
+    """Plan an image from its (digest-checked) manifest; the config is read from ``store``."""
     label = store.label
     where = f"{label}: manifest {manifest_digest}"
     if doc.get("schemaVersion") != 2:
