@@ -107,3 +107,11 @@ def test_library_never_exits(tmp_path: Path) -> None:
 
     with pytest.raises(InputError):
         scan(f"docker-archive:{tmp_path / 'missing.tar'}")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["scan", "--help"], ["version"]])
+def test_help_and_version(args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gpusbom", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert proc.stderr == ""

@@ -36,6 +36,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
@@ -105,10 +106,10 @@ def scan(
         Optional[list[str]], typer.Option("--collector", help="Run only these collectors (ids).")
     ] = None,
     strict: Annotated[
-        bool, typer.Option(help="Exit 4 when anything could not be determined.")
+        bool, typer.Option("--strict", help="Exit 4 when anything could not be determined.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks and debug logs.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
     username: Annotated[
         Optional[str],
         typer.Option(help="Registry user name (with --password-stdin); else ~/.docker/config.json."),
