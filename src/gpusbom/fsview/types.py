@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import io
 import os
+from array import array
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
@@ -77,6 +78,7 @@ class Entry:
     uid: int = 0
     gid: int = 0
     mtime: int = 0
+    history: bool = False  # the matching PathSpec asked for per-layer history
 
 
 @dataclass
@@ -95,6 +97,11 @@ class LayerIndex:
     opaque_dirs: set[str] = field(default_factory=set)
     file_count: int = 0  # all entries seen, kept or not
     uncompressed_bytes: int = 0
+    # hash() of the paths of regular files that were not kept (unmatched): lets squash
+    # drop lower-layer entries those files replace. Valid only in the process whose
+    # hash("gpusbom") equals shadow_salt (str hashes are salted per process).
+    shadow_hashes: array[int] = field(default_factory=lambda: array("q"))
+    shadow_salt: int = 0
 
 
 class ProgressSink(Protocol):

@@ -1,0 +1,292 @@
+"""Stream one layer blob once and index what the scan needs.
+
+See ``read_layer``. Memory stays bounded on layers with millions of files:
+unmatched regular files are only counted (plus an 8-byte path hash that lets
+``squash`` see a file replacing a lower directory or link); directories,
+links and matched files are kept, up to ``Limits.max_kept_records``.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from typing import BinaryIO
+
+from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
+from ..model import LayerRef
+from .decompress import open_decompressed
+from .spec import PathMatcher
+from .tarstream import iter_tar
+from .types import ContentRef, Entry, EntryKind, LayerIndex, Limits, ProgressSink, Spool
+
+SPOOL_CHUNK = 1 << 20
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+
+_FILE = EntryKind.FILE
+_DIR = EntryKind.DIR
+_SYMLINK = EntryKind.SYMLINK
+_HARDLINK = EntryKind.HARDLINK
+
+
+def shadow_salt() -> int:
+    """Identifies this process's str hashing (see ``LayerIndex.shadow_hashes``)."""
+    return hash("gpusbom-shadow")
+
+
+def normalize_path(name: str, layer: str, what: str = "entry") -> str:
+    """``./usr//lib/./x/`` -> ``/usr/lib/x``; ``..`` above the root raises UnsafeArchiveError."""
+    s = name
+    s = s.removeprefix("./")
+    s = s.strip("/")
+    # fast path: no "." / ".." component (each would start the name or follow a "/")
+    if "/." not in s and "//" not in s and not s.startswith("."):
+        return "/" + s
+    parts: list[str] = []
+    for p in s.split("/"):
+        if p == "" or p == ".":
+            continue
+        if p == "..":
+            if not parts:
+                raise UnsafeArchiveError(f"{layer}: {what} {name!r} escapes the image root")
+            parts.pop()
+        else:
+            parts.append(p)
+    return "/" + "/".join(parts)
+
+
+def _parent(path: str) -> str:
+    i = path.rfind("/")
+    return path[:i] if i > 0 else "/"
+
+
+def _digest_alg(expected: str | None) -> str:
+    if expected is None:
+        return "sha256"
+    alg, sep, _ = expected.partition(":")
+    if not sep:
+        raise LayerError(f"malformed digest {expected!r}")
+    return alg
+
+
+def _spool_file(member: object, size: int, spool: Spool, limits: Limits) -> ContentRef | None:
+    """Copy member data to a new spool file; None when the spool budget is spent."""
+    if spool.bytes + size > limits.max_spool_bytes:
+        return None
+    path = spool.new_path()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    spool.bytes += size
+    try:
+        with os.fdopen(fd, "wb") as out:
+            left = size
+            read = member.read  # type: ignore[attr-defined]
+            while left > 0:
+                chunk = read(min(SPOOL_CHUNK, left))
+                out.write(chunk)
+                left -= len(chunk)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    return ContentRef(path=path, size=size)
+
+
+def read_layer(
+    raw: BinaryIO,
+    *,
+    index: int,
+    name: str,
+    matcher: PathMatcher,
+    spool: Spool,
+    limits: Limits,
+    progress: ProgressSink,
+    expected_digest: str | None = None,
+    expected_diff_id: str | None = None,
+    size: int | None = None,
+    threaded: bool = True,
+    verify_diff_id: bool = True,
+) -> LayerIndex:
+    """Stream the layer blob ``raw`` once and return its ``LayerIndex``.
+
+    Verifies ``expected_digest`` over the raw bytes and ``expected_diff_id`` over
+    the uncompressed tar (``DigestMismatchError``); corrupt compression or tar
+    raises ``LayerError``; hostile content (path traversal, bombs, limits)
+    raises ``UnsafeArchiveError``. Messages name ``name``.
+    ``threaded``: read and hash, and decompress, in worker threads while the tar
+    is parsed here.
+    ``verify_diff_id=False``: take ``expected_diff_id`` as given for a compressed
+    blob instead of hashing the uncompressed bytes (hashing them costs more CPU
+    than inflating them; the blob digest, when given, already pins the content).
+    A plain-tar blob's diff_id is its raw digest and is always checked.
+    """
+    raw_alg = _digest_alg(expected_digest)
+    out_alg = (
+        _digest_alg(expected_diff_id) if expected_diff_id is not None and verify_diff_id else None
+    )
+    stream = open_decompressed(
+        raw,
+        name,
+        limits=limits,
+        raw_digest=raw_alg,
+        out_digest=out_alg,
+        threaded=threaded,
+        on_raw=progress.advance,
+    )
+    entries: dict[str, Entry] = {}
+    whiteouts: set[str] = set()
+    opaque: set[str] = set()
+    shadow = array("q")
+    shadow_add = shadow.append
+    max_kept = limits.max_kept_records
+    max_mem = limits.max_memory_content
+    match = matcher.match if matcher else None
+    # the matcher's combined regex rejects most paths without a Python-level call
+    rx = getattr(matcher, "_rx", None)
+    quick = rx.match if rx is not None and hasattr(rx, "match") else None
+    count = 0
+    try:
+        for m in iter_tar(stream, limits=limits, name=name):
+            count += 1
+            path = normalize_path(m.name, name)
+            kind = m.kind
+            if WHITEOUT in path:
+                slash = path.rfind("/")
+                base = path[slash + 1 :]
+                if base.startswith(WHITEOUT):
+                    parent = path[:slash] or "/"
+                    if base == OPAQUE:
+                        opaque.add(parent)
+                    elif not base.startswith(".wh..wh."):
+                        target = base[4:]
+                        if target in ("", ".", ".."):
+                            raise UnsafeArchiveError(f"{name}: malformed whiteout {m.name!r}")
+                        whiteouts.add(parent.rstrip("/") + "/" + target)
+                    continue  # whiteouts are markers, not files
+            if kind is _FILE:
+                if match is None or (quick is not None and quick(path) is None):
+                    spec = None
+                else:
+                    spec = match(path)
+                if spec is None:
+                    shadow_add(hash(path))
+                    if entries:
+                        entries.pop(path, None)
+                    continue
+                content: ContentRef | None = None
+                fsize = m.size
+                if not m.sparse and fsize <= spec.max_size:
+                    if fsize <= max_mem:
+                        content = ContentRef(data=m.read(fsize))
+                    else:
+                        content = _spool_file(m, fsize, spool, limits)
+                entry = Entry(
+                    path=path,
+                    kind=_FILE,
+                    size=fsize,
+                    mode=m.mode,
+                    linkname=None,
+                    layer=index,
+                    content=content,
+                    matched=True,
+                    uid=m.uid,
+                    gid=m.gid,
+                    mtime=m.mtime,
+                    history=spec.history,
+                )
+            elif kind is _HARDLINK:
+                target = normalize_path(m.linkname, name, "hard link target")
+                tgt = entries.get(target)
+                spec = match(path) if match is not None else None
+                if tgt is not None and tgt.kind is _HARDLINK:
+                    # link to a link: point at the original
+                    target = tgt.linkname or target
+                    tgt = entries.get(target)
+                content = tgt.content if tgt is not None and tgt.kind is _FILE else None
+                fsize = tgt.size if tgt is not None and tgt.kind is _FILE else m.size
+                if content is not None and spec is not None and fsize > spec.max_size:
+                    content = None
+                entry = Entry(
+                    path=path,
+                    kind=_HARDLINK,
+                    size=fsize,
+                    mode=m.mode,
+                    linkname=target,
+                    layer=index,
+                    content=content,
+                    matched=spec is not None,
+                    uid=m.uid,
+                    gid=m.gid,
+                    mtime=m.mtime,
+                    history=spec.history if spec is not None else False,
+                )
+            else:
+                # dirs, symlinks, devices / fifos: always kept (links resolve through them)
+                entry = Entry(
+                    path=path,
+                    kind=kind,
+                    size=0,
+                    mode=m.mode,
+                    linkname=m.linkname if kind is _SYMLINK else None,
+                    layer=index,
+                    content=None,
+                    matched=False,
+                    uid=m.uid,
+                    gid=m.gid,
+                    mtime=m.mtime,
+                )
+            entries[path] = entry
+            if len(entries) > max_kept:
+                raise UnsafeArchiveError(
+                    f"{name}: more than {max_kept} kept records (directories, links, matched files)"
+                )
+        # read to the end of the blob so the digests cover all of it
+        stream.drain()
+    finally:
+        stream.close()
+
+    raw_digest = stream.raw_digest()
+    compressed = stream.format != "tar"
+    if expected_digest is not None and raw_digest != expected_digest:
+        raise DigestMismatchError(
+            f"{name}: digest mismatch: expected {expected_digest}, got {raw_digest}"
+        )
+    diff_id: str | None
+    if compressed:
+        diff_id = expected_diff_id
+        if expected_diff_id is not None and verify_diff_id:
+            got = stream.out_digest()
+            if got != expected_diff_id:
+                raise DigestMismatchError(
+                    f"{name}: diff_id mismatch: expected {expected_diff_id}, got {got}"
+                )
+    else:
+        if expected_diff_id is not None:
+            alg = _digest_alg(expected_diff_id)
+            got = raw_digest if alg == raw_alg else None
+            if got is None:
+                raise LayerError(f"{name}: cannot verify diff_id with algorithm {alg}")
+            if got != expected_diff_id:
+                raise DigestMismatchError(
+                    f"{name}: diff_id mismatch: expected {expected_diff_id}, got {got}"
+                )
+        diff_id = raw_digest
+    ref = LayerRef(
+        index=index,
+        diff_id=diff_id,
+        digest=raw_digest
+        if compressed
+        else (expected_digest if expected_digest != diff_id else None),
+        size=size if size is not None else stream.raw_bytes,
+    )
+    return LayerIndex(
+        ref=ref,
+        entries=entries,
+        whiteouts=whiteouts,
+        opaque_dirs=opaque,
+        file_count=count,
+        uncompressed_bytes=stream.out_bytes,
+        shadow_hashes=shadow,
+        shadow_salt=shadow_salt(),
+    )

@@ -1,0 +1,531 @@
+"""``FsView``: the read-only squashed filesystem of an image (or an unpacked root).
+
+Link resolution is chroot-like: absolute symlink targets are relative to the
+image root, ``..`` at the root stays at the root, symlinks in intermediate
+components are resolved too, and more than ``Limits.max_symlink_hops`` hops
+raise ``UnsafeArchiveError``. Nothing here touches the host filesystem except
+captured content in ``Spool`` temp files (and ``from_directory``, which reads
+only below its root, through directory file descriptors, never following links).
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from ..errors import UnsafeArchiveError
+from ..model import LayerRef
+from .spec import PathMatcher, glob_to_regex
+from .types import ContentRef, Entry, EntryKind, Limits, Spool
+
+_DIR = EntryKind.DIR
+_FILE = EntryKind.FILE
+_SYMLINK = EntryKind.SYMLINK
+_HARDLINK = EntryKind.HARDLINK
+_GLOB_CHARS = frozenset("*?[")
+_HOST_SKIP = frozenset({"proc", "sys", "dev"})
+_READ_CHUNK = 1 << 20
+
+
+class NotCapturedError(LookupError):
+    """The file exists but its content was not kept (no spec matched it, or it was too large)."""
+
+
+def _parent(path: str) -> str:
+    i = path.rfind("/")
+    return path[:i] if i > 0 else "/"
+
+
+def _join(parent: str, name: str) -> str:
+    return "/" + name if parent == "/" else parent + "/" + name
+
+
+def _loop_message(chain: list[str]) -> str:
+    first: dict[str, int] = {}
+    for i, p in enumerate(chain):
+        if p in first:
+            cyc = chain[first[p] : i + 1]
+            return f"symlink loop at {cyc[0]} ({' -> '.join(cyc)})"
+        first[p] = i
+    shown = chain if len(chain) <= 8 else chain[:4] + ["..."] + chain[-3:]
+    return f"symlink loop at {chain[0]} ({' -> '.join(shown)}): more than {len(chain) - 1} hops"
+
+
+class FsView:
+    """Read-only view of a squashed filesystem; see ``docs/CONTRACTS.md``."""
+
+    def __init__(
+        self,
+        entries: dict[str, Entry],
+        layers: list[LayerRef],
+        limits: Limits | None = None,
+        *,
+        history: dict[str, list[Entry]] | None = None,
+        children: dict[str, set[str]] | None = None,
+    ) -> None:
+        self._entries = entries
+        self.layers = list(layers)
+        self.limits = limits or Limits()
+        self._history = history or {}
+        self._children = children
+        self._sorted: list[str] | None = None
+        self._by_index = {ref.index: ref for ref in self.layers}
+        self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
+        self.file_count = 0  # entries seen while building the view, kept or not
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    def _resolve(self, path: str, follow: bool) -> tuple[str, Entry | None]:
+        """Resolve ``path`` inside the root; returns (real path, entry or None)."""
+        entries = self._entries
+        todo = path.split("/")
+        todo.reverse()
+        cur: list[str] = []
+        chain: list[str] = []  # link paths followed, for the loop message
+        max_hops = self.limits.max_symlink_hops
+        found = True
+        while todo:
+            comp = todo.pop()
+            if comp == "" or comp == ".":
+                continue
+            if comp == "..":
+                if cur:
+                    cur.pop()
+                continue
+            if not found:  # lexical rest of a missing path (non-strict realpath)
+                cur.append(comp)
+                continue
+            p = "/" + comp if not cur else "/" + "/".join(cur) + "/" + comp
+            e = entries.get(p)
+            more = False
+            for c in todo:
+                if c != "" and c != ".":
+                    more = True
+                    break
+            if e is None:
+                if more and not self._implicit_dir(p):
+                    found = False
+                cur.append(comp)
+                continue
+            kind = e.kind
+            if kind is _SYMLINK and (more or follow):
+                chain.append(p)
+                if len(chain) > max_hops:
+                    raise UnsafeArchiveError(_loop_message(chain))
+                target = e.linkname or ""
+                if target.startswith("/"):
+                    cur.clear()
+                todo.extend(reversed(target.split("/")))
+                continue
+            if more and kind is not _DIR:
+                found = False  # a file in the middle of the path
+            cur.append(comp)
+        real = "/" + "/".join(cur)
+        if not found:
+            return real, None
+        e = entries.get(real)
+        if e is None and (real == "/" or self._implicit_dir(real)):
+            e = Entry(real, _DIR)
+        return real, e
+
+    def _implicit_dir(self, path: str) -> bool:
+        ch = self._kids()
+        return path in ch
+
+    def _kids(self) -> dict[str, set[str]]:
+        if self._children is None:
+            ch: dict[str, set[str]] = {}
+            for p in self._entries:
+                if p != "/":
+                    q = p
+                    while q != "/":
+                        par = _parent(q)
+                        s = ch.get(par)
+                        if s is None:
+                            ch[par] = {q}
+                        else:
+                            if q in s:
+                                break
+                            s.add(q)
+                        q = par
+            self._children = ch
+        return self._children
+
+    def lookup(self, path: str, follow: bool = True) -> Entry | None:
+        """The entry at ``path`` (symlinks resolved inside the root when ``follow``)."""
+        entry = self._resolve(path, follow)[1]
+        if entry is not None and follow and entry.kind is _HARDLINK and entry.content is None:
+            target = self._entries.get(entry.linkname or "")
+            if target is not None and target.kind is _FILE and target.layer <= entry.layer:
+                return target
+        return entry
+
+    def realpath(self, path: str) -> str:
+        return self._resolve(path, True)[0]
+
+    def exists(self, path: str) -> bool:
+        try:
+            return self.lookup(path) is not None
+        except UnsafeArchiveError:
+            return False
+
+    def is_file(self, path: str) -> bool:
+        try:
+            e = self.lookup(path)
+        except UnsafeArchiveError:
+            return False
+        return e is not None and e.kind in (_FILE, _HARDLINK)
+
+    def is_dir(self, path: str) -> bool:
+        try:
+            e = self.lookup(path)
+        except UnsafeArchiveError:
+            return False
+        return e is not None and e.kind is _DIR
+
+    # -- content ---------------------------------------------------------------------------------
+
+    def _content(self, path: str) -> ContentRef:
+        e = self.lookup(path)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the image", path)
+        if e.kind is _DIR:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if e.content is None:
+            why = "larger than the spec's max_size" if e.matched else "no path spec matched it"
+            raise NotCapturedError(f"{path}: content not captured ({why})")
+        return e.content
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._content(path).read()
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def open(self, path: str) -> BinaryIO:
+        return self._content(path).open()
+
+    # -- listing ---------------------------------------------------------------------------------
+
+    def _sorted_paths(self) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self._entries)
+        return self._sorted
+
+    def _glob_raw(self, pattern: str) -> list[str]:
+        rx = re.compile("^" + glob_to_regex(pattern) + "$")
+        # literal leading components narrow the scan to one sorted range
+        comps = pattern.split("/")
+        lit: list[str] = []
+        for c in comps[1:-1]:
+            if _GLOB_CHARS.intersection(c):
+                break
+            lit.append(c)
+        paths = self._sorted_paths()
+        if lit:
+            prefix = "/" + "/".join(lit) + "/"
+            lo = bisect.bisect_left(paths, prefix)
+            hi = bisect.bisect_left(paths, prefix[:-1] + "0")  # "0" sorts right after "/"
+            candidates: Iterable[str] = paths[lo:hi]
+        else:
+            candidates = paths
+        return [p for p in candidates if rx.match(p)]
+
+    def glob(self, pattern: str) -> list[str]:
+        """Sorted real paths of kept entries matching the absolute glob ``pattern``.
+
+        Symlinks in the literal leading directories of the pattern are resolved
+        (``/usr/local/cuda/lib64/*.so`` finds files under ``/usr/local/cuda-12.4``).
+        """
+        out = set(self._glob_raw(pattern))
+        comps = pattern.split("/")
+        k = 1
+        while k < len(comps) - 1 and not _GLOB_CHARS.intersection(comps[k]):
+            k += 1
+        if k > 1:
+            lit = "/".join(comps[:k])
+            try:
+                real = self.realpath(lit)
+            except UnsafeArchiveError:
+                real = lit
+            if real != lit:
+                rest = "/".join(comps[k:])
+                out.update(self._glob_raw(real.rstrip("/") + "/" + rest))
+        return sorted(out)
+
+    def listdir(self, path: str) -> list[str]:
+        real, e = self._resolve(path, True)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, "no such directory in the image", path)
+        if e.kind is not _DIR:
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        kids = self._kids().get(real, ())
+        return sorted(k.rsplit("/", 1)[1] for k in kids)
+
+    def entries(self) -> Iterator[Entry]:
+        entries = self._entries
+        for p in self._sorted_paths():
+            yield entries[p]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def layer_of(self, path: str) -> str | None:
+        try:
+            e = self.lookup(path)
+        except UnsafeArchiveError:
+            return None
+        if e is None:
+            return None
+        ref = self._by_index.get(e.layer)
+        return None if ref is None else ref.diff_id
+
+    def history(self, path: str) -> list[Entry]:
+        """Versions of ``path`` from each layer that wrote it, oldest first."""
+        real, e = self._resolve(path, True)
+        if e is None:
+            return []
+        h = self._history.get(real)
+        if h:
+            return list(h)
+        return [e]
+
+    # -- unpacked root filesystems -----------------------------------------------------------
+
+    @classmethod
+    def from_directory(
+        cls,
+        root: str | os.PathLike[str],
+        matcher: PathMatcher,
+        spool: Spool,
+        limits: Limits | None = None,
+    ) -> FsView:
+        """A one-layer view of the unpacked root filesystem at ``root``.
+
+        Walks with directory file descriptors and ``lstat`` only: links are never
+        followed, nothing outside ``root`` is opened, and ``/proc``, ``/sys``,
+        ``/dev`` are skipped when ``root`` is ``/``. Matched regular files are read
+        with ``O_NOFOLLOW`` and checked with ``fstat``. Paths that cannot be read
+        (``EACCES``) are listed in ``view.unreadable``.
+        """
+        limits = limits or Limits()
+        root_s = os.fspath(root)
+        walker = _DirWalker(matcher, spool, limits, skip_host=os.path.realpath(root_s) == "/")
+        walker.walk(
+            os.path.realpath(root_s)
+        )  # the root itself may be a link; nothing below is followed
+        view = cls(walker.entries, [LayerRef(index=0, diff_id=None)], limits)
+        view.unreadable = walker.unreadable
+        view.file_count = walker.count
+        return view
+
+
+class _DirWalker:
+    _DIR_FLAGS = (
+        os.O_RDONLY
+        | getattr(os, "O_DIRECTORY", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    _FILE_FLAGS = (
+        os.O_RDONLY
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    MAX_DEPTH = 512
+
+    def __init__(self, matcher: PathMatcher, spool: Spool, limits: Limits, skip_host: bool) -> None:
+        self.matcher = matcher
+        self.spool = spool
+        self.limits = limits
+        self.skip_host = skip_host
+        self.entries: dict[str, Entry] = {}
+        self.unreadable: list[str] = []
+        self.count = 0
+
+    def _keep(self, e: Entry) -> None:
+        self.entries[e.path] = e
+        if len(self.entries) > self.limits.max_kept_records:
+            raise UnsafeArchiveError(
+                f"more than {self.limits.max_kept_records} kept records (directories, links, "
+                "matched files)"
+            )
+
+    def walk(self, root: str) -> None:
+        try:
+            fd = os.open(root, self._DIR_FLAGS)
+        except OSError as e:
+            if e.errno == errno.EACCES:
+                self.unreadable.append("/")
+                return
+            raise
+        try:
+            st = os.fstat(fd)
+            self._keep(
+                Entry(
+                    "/",
+                    _DIR,
+                    mode=stat.S_IMODE(st.st_mode),
+                    uid=st.st_uid,
+                    gid=st.st_gid,
+                    mtime=int(st.st_mtime),
+                )
+            )
+            self._walk_fd(fd, "/", 0)
+        finally:
+            os.close(fd)
+
+    def _walk_fd(self, dfd: int, path: str, depth: int) -> None:
+        if depth > self.MAX_DEPTH:
+            self.unreadable.append(path)
+            return
+        try:
+            with os.scandir(dfd) as it:
+                items = [(d.name, d) for d in it]
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EPERM):
+                self.unreadable.append(path)
+                return
+            raise
+        match = self.matcher.match if self.matcher else None
+        max_path = self.limits.max_path_length
+        for name, d in sorted(items, key=lambda x: x[0]):
+            if depth == 0 and self.skip_host and name in _HOST_SKIP:
+                continue
+            p = _join(path, name)
+            if len(p) > max_path:
+                self.unreadable.append(p)
+                continue
+            self.count += 1
+            try:
+                if d.is_dir(follow_symlinks=False):
+                    st = d.stat(follow_symlinks=False)
+                    self._keep(
+                        Entry(
+                            p,
+                            _DIR,
+                            mode=stat.S_IMODE(st.st_mode),
+                            uid=st.st_uid,
+                            gid=st.st_gid,
+                            mtime=int(st.st_mtime),
+                        )
+                    )
+                    try:
+                        sub = os.open(name, self._DIR_FLAGS, dir_fd=dfd)
+                    except OSError as e:
+                        if e.errno in (errno.EACCES, errno.EPERM):
+                            self.unreadable.append(p)
+                            continue
+                        if e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                            continue  # changed under us
+                        raise
+                    try:
+                        self._walk_fd(sub, p, depth + 1)
+                    finally:
+                        os.close(sub)
+                elif d.is_symlink():
+                    st = d.stat(follow_symlinks=False)
+                    target = os.readlink(name, dir_fd=dfd)
+                    self._keep(
+                        Entry(
+                            p,
+                            _SYMLINK,
+                            mode=stat.S_IMODE(st.st_mode),
+                            linkname=target,
+                            uid=st.st_uid,
+                            gid=st.st_gid,
+                            mtime=int(st.st_mtime),
+                        )
+                    )
+                elif d.is_file(follow_symlinks=False):
+                    spec = match(p) if match is not None else None
+                    if spec is None:
+                        continue
+                    self._capture(dfd, name, p, spec.max_size, spec.history)
+                else:
+                    st = d.stat(follow_symlinks=False)
+                    self._keep(
+                        Entry(
+                            p,
+                            EntryKind.OTHER,
+                            mode=stat.S_IMODE(st.st_mode),
+                            uid=st.st_uid,
+                            gid=st.st_gid,
+                            mtime=int(st.st_mtime),
+                        )
+                    )
+            except OSError as e:
+                if e.errno in (errno.EACCES, errno.EPERM):
+                    self.unreadable.append(p)
+                elif e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+                    continue  # vanished or swapped while walking
+                else:
+                    raise
+
+    def _capture(self, dfd: int, name: str, path: str, max_size: int, history: bool) -> None:
+        fd = os.open(name, self._FILE_FLAGS, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return  # swapped for something else after scandir
+            size = st.st_size
+            content: ContentRef | None = None
+            if size <= max_size:
+                limits = self.limits
+                if size <= limits.max_memory_content:
+                    data = _read_fd(fd, max_size + 1)
+                    content = ContentRef(data=data[:max_size]) if len(data) <= max_size else None
+                elif self.spool.bytes + size <= limits.max_spool_bytes:
+                    content = _spool_fd(fd, size, self.spool)
+            self._keep(
+                Entry(
+                    path,
+                    _FILE,
+                    size=content.size if content else size,
+                    mode=stat.S_IMODE(st.st_mode),
+                    layer=0,
+                    content=content,
+                    matched=True,
+                    uid=st.st_uid,
+                    gid=st.st_gid,
+                    mtime=int(st.st_mtime),
+                    history=history,
+                )
+            )
+        finally:
+            os.close(fd)
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    parts = []
+    got = 0
+    while got < limit:
+        b = os.read(fd, min(_READ_CHUNK, limit - got))
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
+def _spool_fd(fd: int, size: int, spool: Spool) -> ContentRef:
+    path = spool.new_path()
+    out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    written = 0
+    try:
+        while written < size:  # a file growing under us is cut at its fstat size
+            b = os.read(fd, min(_READ_CHUNK, size - written))
+            if not b:
+                break
+            os.write(out, b)  # regular files: full writes
+            written += len(b)
+    finally:
+        os.close(out)
+    spool.bytes += written
+    return ContentRef(path=path, size=written)
