@@ -175,6 +175,44 @@ class Target:
 
 
 @dataclass
+class StackPart:
+    """One product of a GPU stack (cuDNN, NCCL, HIP runtime...) and every version found."""
+
+    product: str
+    display: str
+    versions: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StackSummary:
+    """What a scan holds of one GPU stack (CUDA, ROCm, oneAPI, OpenCL, ...)."""
+
+    stack: str  # id: cuda, nvidia-driver, rocm, oneapi, level-zero, opencl, vulkan, ...
+    display: str  # "CUDA"
+    present: bool
+    release: str | None = None  # e.g. the CUDA toolkit release 13.0.2, when known
+    parts: list[StackPart] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # disagreements between sources
+
+    def text(self) -> str:
+        if not self.present:
+            return f"{self.display} none"
+        head = self.display + (f" {self.release}" if self.release else "")
+        inner = ", ".join(
+            f"{p.display} {' + '.join(p.versions) if p.versions else 'unknown'}"
+            for p in self.parts
+        )
+        return f"{head} ({inner})" if inner else head
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StackSummary:
+        d = dict(d)
+        d["parts"] = [StackPart(**p) for p in d.get("parts", [])]
+        return cls(**d)
+
+
+@dataclass
 class ToolInfo:
     name: str = "gpusbom"
     version: str = ""
@@ -189,6 +227,11 @@ class ScanResult:
     unknowns: list[Unknown] = field(default_factory=list)
     tool: ToolInfo = field(default_factory=ToolInfo)
     timestamp: str | None = None  # ISO 8601; SOURCE_DATE_EPOCH when set
+    stacks: list[StackSummary] = field(default_factory=list)
+
+    def stack_text(self) -> str:
+        """One line: "CUDA 13.0.2 (cudart 13.0.96, cuDNN 9.14.0 + 9.19.0.56); ROCm none; ..."."""
+        return "; ".join(s.text() for s in self.stacks)
 
     @property
     def complete(self) -> bool:
@@ -212,6 +255,7 @@ class ScanResult:
             "components": [c.to_dict() for c in self.components],
             "relationships": [asdict(r) for r in self.relationships],
             "unknowns": [asdict(u) for u in self.unknowns],
+            "stacks": [asdict(st) for st in self.stacks],
         }
 
     @classmethod
@@ -223,4 +267,5 @@ class ScanResult:
             unknowns=[Unknown(**u) for u in d.get("unknowns", [])],
             tool=ToolInfo(**d.get("tool", {})),
             timestamp=d.get("timestamp"),
+            stacks=[StackSummary.from_dict(x) for x in d.get("stacks", [])],
         )

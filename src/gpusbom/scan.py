@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .collectors import CollectContext, Collector, all_collectors
+from .collectors.base import OwnershipIndex
 from .errors import InputError, UsageError
 from .fsview.spec import PathMatcher, PathSpec
 from .fsview.types import EntryKind, Limits, NullProgress, ProgressSink, Spool
+from .stack import summarize
 from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
 
 if TYPE_CHECKING:
@@ -63,34 +65,42 @@ def build_matcher(collectors: Iterable[type[Collector]]) -> PathMatcher:
     return PathMatcher(specs)
 
 
-def run_collectors(
-    fs: object, target: Target, collectors: Iterable[type[Collector]]
-) -> tuple[list[Component], list[Unknown]]:
-    """Run each collector; a collector that fails becomes an Unknown and the scan goes on.
-
-    Input errors (a hostile image: symlink loops and the like) are not collector
-    bugs: they propagate and fail the scan with exit 3.
-    """
+def _run_one(cls: type[Collector], ctx: CollectContext) -> list[Component]:
     from .fsview.view import NotCapturedError
 
-    components: list[Component] = []
+    try:
+        return list(cls().collect(ctx))
+    except InputError:
+        raise
+    except NotCapturedError as exc:
+        ctx.unknown(f"file not captured: {exc}")
+    except Exception as exc:  # noqa: BLE001 - isolation is the point
+        log.debug("collector %s failed", cls.id, exc_info=True)
+        ctx.unknown(f"collector failed: {type(exc).__name__}: {exc}")
+    return []
+
+
+def run_collectors(
+    fs: FsView, target: Target, collectors: Iterable[type[Collector]]
+) -> tuple[list[Component], list[Unknown]]:
+    """Run package catalogers, then stack collectors; fuse what they saw.
+
+    A collector that fails becomes an Unknown and the scan goes on. Input
+    errors (a hostile image: symlink loops and the like) are not collector
+    bugs: they propagate and fail the scan with exit 3.
+    """
+    from .fusion import fuse
+
+    ownership = OwnershipIndex(fs)
     unknowns: list[Unknown] = []
-    for cls in collectors:
-        ctx = CollectContext(fs=fs, target=target, collector_id=cls.id)  # type: ignore[arg-type]
-        try:
-            found = list(cls().collect(ctx))
-        except InputError:
-            raise
-        except NotCapturedError as exc:
-            ctx.unknown(f"file not captured: {exc}")
-            found = []
-        except Exception as exc:  # noqa: BLE001 - isolation is the point
-            log.debug("collector %s failed", cls.id, exc_info=True)
-            ctx.unknown(f"collector failed: {type(exc).__name__}: {exc}")
-            found = []
-        components.extend(found)
+    packages: list[Component] = []
+    observations: list[Component] = []
+    for cls in sorted(collectors, key=lambda c: (c.phase, c.id)):
+        ctx = CollectContext(fs=fs, target=target, collector_id=cls.id, ownership=ownership)
+        found = _run_one(cls, ctx)
+        (packages if cls.phase <= 1 else observations).extend(found)
         unknowns.extend(ctx.unknowns)
-    return components, unknowns
+    return fuse(packages, observations, ownership.owner), unknowns
 
 
 def check_needed_links(fs: FsView, matcher: PathMatcher) -> None:
@@ -174,6 +184,7 @@ def scan(
         components, unknowns = run_collectors(fs, target, classes)
     relationships = link_components(components)
     return ScanResult(
+        stacks=summarize(components),
         target=target,
         components=components,
         relationships=relationships,

@@ -150,6 +150,7 @@ def _snapshot(content: object) -> dict[str, str]:
 @register
 class ApkCollector(Collector):
     id = "apk"
+    phase = 1
     version = "1"
     paths = (PathSpec(INSTALLED, history=True),)
 

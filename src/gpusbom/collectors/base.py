@@ -21,14 +21,65 @@ if TYPE_CHECKING:
     from ..fsview.view import FsView
 
 
+class OwnershipIndex:
+    """Which package owns which file, from the package databases (phase 1).
+
+    Keys are normalised by resolving the parent directory inside the image, so
+    ``/lib/x86_64-linux-gnu/libfoo.so.1`` (as dpkg lists it on a merged-/usr
+    system) and ``/usr/lib/x86_64-linux-gnu/libfoo.so.1`` (where the file is)
+    meet. Directory resolutions are cached: a CUDA image lists ~100k files.
+    """
+
+    def __init__(self, fs: FsView) -> None:
+        self._fs = fs
+        self._owners: dict[str, Component] = {}
+        self._dirs: dict[str, str] = {}
+
+    def _key(self, path: str) -> str:
+        head, _, name = path.rstrip("/").rpartition("/")
+        real = self._dirs.get(head)
+        if real is None:
+            try:
+                real = self._fs.realpath(head or "/")
+            except Exception:  # noqa: BLE001 - a loop elsewhere must not break ownership
+                real = head
+            self._dirs[head] = real
+        return (real.rstrip("/") or "") + "/" + name
+
+    def add(self, component: Component, paths: Iterable[str]) -> None:
+        for p in paths:
+            if p:
+                self._owners.setdefault(self._key(p), component)
+
+    def owner(self, path: str) -> Component | None:
+        return self._owners.get(self._key(path))
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+
 @dataclass
 class CollectContext:
-    """What a collector may look at: the filesystem view and the target metadata."""
+    """What a collector may look at: the filesystem view and the target metadata.
+
+    Package catalogers (phase 1) ``claim`` the files their packages own; stack
+    collectors (phase 2) ask ``owner(path)`` which package a file belongs to.
+    """
 
     fs: FsView
     target: Target
     collector_id: str
     unknowns: list[Unknown] = field(default_factory=list)
+    ownership: OwnershipIndex | None = None
+
+    def claim(self, component: Component, paths: Iterable[str]) -> None:
+        """Record that ``component`` (a package) owns ``paths`` (absolute image paths)."""
+        if self.ownership is not None:
+            self.ownership.add(component, paths)
+
+    def owner(self, path: str) -> Component | None:
+        """The package component owning ``path``, when a package database says so."""
+        return self.ownership.owner(path) if self.ownership is not None else None
 
     def unknown(self, reason: str, path: str | None = None) -> None:
         self.unknowns.append(Unknown(collector=self.collector_id, reason=reason, path=path))
@@ -48,6 +99,8 @@ class Collector(ABC):
 
     id: ClassVar[str]
     version: ClassVar[str] = "1"
+    #: 1 = package databases (run first, claim files); 2 = stack collectors
+    phase: ClassVar[int] = 2
     #: files this collector needs; globs on absolute image paths
     paths: ClassVar[tuple[PathSpec, ...]] = ()
 

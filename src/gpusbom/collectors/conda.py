@@ -157,6 +157,7 @@ def conda_purl(pkg: CondaPackage) -> str:
 @register
 class CondaCollector(Collector):
     id = "conda"
+    phase = 1
     version = "1"
     paths = (PathSpec(_GLOB, max_size=_MAX),)
 

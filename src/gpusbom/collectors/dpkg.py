@@ -194,6 +194,7 @@ def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
 @register
 class DpkgCollector(Collector):
     id = "dpkg"
+    phase = 1
     version = "1"
     paths = (
         PathSpec(STATUS, history=True),

@@ -204,6 +204,7 @@ def attribute_layers(
 @register
 class OsReleaseCollector(Collector):
     id = "os-release"
+    phase = 1
     version = "1"
     paths = OS_RELEASE_PATHS
 

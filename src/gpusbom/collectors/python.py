@@ -138,6 +138,7 @@ def pypi_purl(dist: PyDistribution) -> str:
 @register
 class PythonCollector(Collector):
     id = "python"
+    phase = 1
     version = "1"
     paths = (
         PathSpec("/**/*.dist-info/METADATA", max_size=_MAX_META),

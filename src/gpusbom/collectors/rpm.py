@@ -299,6 +299,7 @@ def resolve_requires(pkgs: list[RpmPackage]) -> dict[str, list[str]]:
 @register
 class RpmCollector(Collector):
     id = "rpm"
+    phase = 1
     version = "1"
     paths = (
         *(PathSpec(p, history=True, max_size=MAX_DB_SIZE) for p in SQLITE_DBS),

@@ -149,3 +149,21 @@ def target_purl(result: ScanResult) -> PackageURL | None:
         return PackageURL(type="oci", name=name, version=t.manifest_digest, qualifiers=qualifiers)
     except ValueError:
         return None
+
+
+def stack_properties(result: ScanResult) -> list[tuple[str, str]]:
+    """``gpusbom:stack:*`` name/value pairs for SBOM metadata (the GPU stack summary)."""
+    out: list[tuple[str, str]] = []
+    if result.stacks:
+        out.append((prop("stack:summary"), result.stack_text()))
+    for st in result.stacks:
+        out.append((prop(f"stack:{st.stack}"), st.text()))
+        if st.release:
+            out.append((prop(f"stack:{st.stack}:release"), st.release))
+        for part in st.parts:
+            out.append(
+                (prop(f"stack:{st.stack}:{part.product}"), " + ".join(part.versions) or "unknown")
+            )
+        for i, note in enumerate(st.notes, 1):
+            out.append((prop(f"stack:{st.stack}:note:{i}"), note))
+    return out

@@ -42,6 +42,7 @@ from ._common import (
     parse_timestamp,
     prop,
     sorted_unknowns,
+    stack_properties,
     split_name_email,
     target_display_name,
     target_purl,
@@ -295,6 +296,8 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
                 reach.add(x)
                 stack.extend(sorted(deps[x] - reach))
 
+    for name, value in stack_properties(result):
+        meta_props.append(Property(name=name, value=value))
     for i, unk in enumerate(sorted_unknowns(result), 1):
         meta_props.append(Property(name=prop(f"unknown:{i}"),
                                    value=unknown_text(unk.collector, unk.reason, unk.path)))

@@ -34,6 +34,7 @@ from ._common import (
     parse_timestamp,
     prop,
     sorted_unknowns,
+    stack_properties,
     split_name_email,
     target_display_name,
     target_purl,
@@ -265,6 +266,8 @@ def build_document(result: ScanResult) -> Document:
     doc_notes: list[str] = [f"{prop('complete')}={'true' if result.complete else 'false'}"]
     for cid, cver in sorted(result.tool.collectors.items()):
         doc_notes.append(f"{prop(f'collector:{cid}:version')}={cver}")
+    for name, value in stack_properties(result):
+        doc_notes.append(f"{name}={value}")
     for i, unk in enumerate(sorted_unknowns(result), 1):
         doc_notes.append(f"{prop(f'unknown:{i}')}={unknown_text(unk.collector, unk.reason, unk.path)}")
     for rel in result.relationships:

@@ -103,8 +103,10 @@ class TableWriter(Writer):
             ("Platform", t.platform or "-"),
             ("OS", os_name),
         ]
+        if result.stacks:
+            header.append(("GPU stack", result.stack_text()))
         for key, value in header:
-            line = Text(f"{key + ':':<10}", style=bold)
+            line = Text(f"{key + ':':<11}", style=bold)
             line.append(value)
             console.print(line)
 
