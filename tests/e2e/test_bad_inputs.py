@@ -90,8 +90,9 @@ def test_corrupt_gzip_layer(tmp_path: Path) -> None:
 
 
 def test_truncated_tar_layer(tmp_path: Path) -> None:
-    tar = it.tar_bytes(GOOD_LAYER)
-    cut = tar[: len(tar) // 2 + 7]  # in the middle of a member, not at a block boundary
+    tar = it.tar_bytes(GOOD_LAYER + [("/usr/lib/big.so", b"\x7fELF" + b"z" * 200_000)])
+    start = tar.index(b"\x7fELF")
+    cut = tar[: start + 100_007]  # in the middle of a member's data, not at a block boundary
     layout = _layout_with_layer_blob(tmp_path, gzip.compress(cut, mtime=0))
     assert_input_error(f"oci:{layout}:t", tmp_path, "truncated")
 

@@ -8,6 +8,8 @@ import time
 
 import pytest
 from fsview_util import D, F, H, L, make_tar
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusbom.errors import LayerError, UnsafeArchiveError
 from gpusbom.fsview import EntryKind, Limits, iter_tar
@@ -257,3 +259,33 @@ def test_single_zero_block_then_garbage_ends() -> None:
     # tarfile pads the archive; end after the first zero block, ignore what follows
     cut = data[: 1024 + 512] + b"junk"
     assert [m[0] for m in members(cut)] == ["a"]
+
+
+_name = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\0"),
+    min_size=1,
+    max_size=40,
+).filter(lambda s: s not in (".", ".."))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    files=st.lists(
+        st.tuples(st.lists(_name, min_size=1, max_size=8), st.binary(max_size=3000)),
+        max_size=12,
+    ),
+    fmt=st.sampled_from([tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT, tarfile.PAX_FORMAT]),
+)
+def test_agrees_with_tarfile(files: list[tuple[list[str], bytes]], fmt: int) -> None:
+    items = [F("/".join(parts), data) for parts, data in files]
+    try:
+        data = make_tar(items, fmt)
+    except (ValueError, UnicodeEncodeError):  # not representable in this format
+        return
+    want = []
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        for ti in tf:
+            f = tf.extractfile(ti)
+            want.append((ti.name, f.read() if f else b""))
+    got = [(m[0], m[4]) for m in members(data, f=NonSeekable(data, 333))]
+    assert got == want

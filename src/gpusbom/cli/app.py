@@ -11,17 +11,19 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import traceback
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from .. import __version__
 from ..errors import GpusbomError, IncompleteError, UsageError
+from ..fsview.types import Limits
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -124,6 +126,14 @@ def scan(
             help="HOST or HOST:PORT to reach over plain HTTP or unverified TLS; repeatable.",
         ),
     ] = None,
+    verify_diff_ids: Annotated[
+        bool,
+        typer.Option(
+            "--verify-diff-ids",
+            help="Also hash the uncompressed layers against the config's diff_ids "
+            "(blob digests are always verified; this about doubles CPU time).",
+        ),
+    ] = False,
 ) -> None:
     """Scan a container image or root filesystem and write SBOMs."""
     if debug:
@@ -132,10 +142,14 @@ def scan(
         registry = _registry_options(username, password_stdin, insecure_registry)
     except Exception as exc:  # noqa: BLE001 - usage errors become exit codes
         raise typer.Exit(_fail(exc, debug)) from None
-    code = _scan(
-        target, image, output, source, platform, cyclonedx_version, collector, strict, quiet,
-        debug, registry,
-    )  # fmt: skip
+    scan_kwargs = {
+        "source": source.value if source else None,
+        "platform": platform,
+        "collectors": collector,
+        "registry": registry,
+        "limits": Limits(verify_diff_ids=verify_diff_ids),
+    }
+    code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs)
     raise typer.Exit(code)
 
 
@@ -162,14 +176,11 @@ def _scan(
     target: str | None,
     image: str | None,
     output: list[str] | None,
-    source: SourceChoice | None,
-    platform: str | None,
     cyclonedx_version: CdxVersion,
-    collector: list[str] | None,
     strict: bool,
     quiet: bool,
     debug: bool,
-    registry: object = None,
+    scan_kwargs: dict[str, Any],
 ) -> int:
     from ..scan import scan as do_scan
     from ..writers import WriterOptions
@@ -187,24 +198,9 @@ def _scan(
             cyclonedx_version=cyclonedx_version.value,
             color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
         )
-        if wants_progress(quiet):
-            with RichProgress() as progress:
-                result = do_scan(
-                    ref,
-                    source=source.value if source else None,
-                    platform=platform,
-                    collectors=collector,
-                    progress=progress,
-                    registry=registry,  # type: ignore[arg-type]
-                )
-        else:
-            result = do_scan(
-                ref,
-                source=source.value if source else None,
-                platform=platform,
-                collectors=collector,
-                registry=registry,  # type: ignore[arg-type]
-            )
+        progress = RichProgress() if wants_progress(quiet) else None
+        with progress or contextlib.nullcontext():
+            result = do_scan(ref, progress=progress, **scan_kwargs)
         emit(result, specs, options)
         if strict and result.unknowns:
             raise IncompleteError(

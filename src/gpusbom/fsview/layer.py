@@ -106,7 +106,7 @@ def read_layer(
     expected_diff_id: str | None = None,
     size: int | None = None,
     threaded: bool = True,
-    verify_diff_id: bool = True,
+    verify_diff_id: bool | None = None,
 ) -> LayerIndex:
     """Stream the layer blob ``raw`` once and return its ``LayerIndex``.
 
@@ -119,8 +119,12 @@ def read_layer(
     ``verify_diff_id=False``: take ``expected_diff_id`` as given for a compressed
     blob instead of hashing the uncompressed bytes (hashing them costs more CPU
     than inflating them; the blob digest, when given, already pins the content).
+    The default (None) hashes them only when no blob digest is given, or when
+    ``limits.verify_diff_ids`` asks for it (``gpusbom scan --verify-diff-ids``).
     A plain-tar blob's diff_id is its raw digest and is always checked.
     """
+    if verify_diff_id is None:
+        verify_diff_id = limits.verify_diff_ids or expected_digest is None
     raw_alg = _digest_alg(expected_digest)
     out_alg = (
         _digest_alg(expected_diff_id) if expected_diff_id is not None and verify_diff_id else None

@@ -33,6 +33,9 @@ class Limits:
     max_layer_uncompressed: int = 128 << 30
     max_compression_ratio: int = 1000  # checked once more than 1 GiB was decompressed
     max_symlink_hops: int = 40
+    # hash the uncompressed bytes of compressed layers against the config's diff_ids too
+    # (the blob digest is always checked; this doubles the CPU cost of a scan)
+    verify_diff_ids: bool = False
 
 
 class ContentRef:
@@ -99,7 +102,7 @@ class LayerIndex:
     uncompressed_bytes: int = 0
     # hash() of the paths of regular files that were not kept (unmatched): lets squash
     # drop lower-layer entries those files replace. Valid only in the process whose
-    # hash("gpusbom") equals shadow_salt (str hashes are salted per process).
+    # fsview.layer.shadow_salt() equals shadow_salt (str hashes are salted per process).
     shadow_hashes: array[int] = field(default_factory=lambda: array("q"))
     shadow_salt: int = 0
 
