@@ -1,372 +1,42 @@
-"""CycloneDX 1.6 (default) / 1.5, JSON and XML, built with cyclonedx-python-lib."""
+"""CycloneDX writers (JSON and XML; 1.6 by default, 1.5 on request).
+
+The work is in ``_cyclonedx_impl``, imported on first use: cyclonedx-python-lib
+takes a noticeable share of a second to import, and most runs never need it.
+"""
 
 from __future__ import annotations
 
-import warnings
-from decimal import Decimal
-from typing import TextIO
+from typing import ClassVar, TextIO
 
-from cyclonedx.model import Property
-from cyclonedx.model.bom import Bom, BomMetaData
-from cyclonedx.model.bom_ref import BomRef
-from cyclonedx.model.component import Component as CdxComponent
-from cyclonedx.model.component import ComponentType as CdxComponentType
-from cyclonedx.model.component_evidence import (
-    AnalysisTechnique,
-    ComponentEvidence,
-    Identity,
-    IdentityField,
-    Method,
-    Occurrence,
-)
-from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
-from cyclonedx.model.dependency import Dependency
-from cyclonedx.model.license import DisjunctiveLicense, License, LicenseExpression
-from cyclonedx.model.tool import ToolRepository
-from cyclonedx.output import make_outputter
-from cyclonedx.schema import OutputFormat, SchemaVersion
-from packageurl import PackageURL
-
-try:  # cyclonedx-python-lib >= 11
-    from cyclonedx.contrib.license.factories import LicenseFactory
-except ImportError:  # pragma: no cover - older releases
-    from cyclonedx.factory.license import LicenseFactory  # type: ignore[no-redef,unused-ignore]
-
-from ..errors import UsageError
-from ..model import Component, ComponentType, Evidence, ScanResult
+from ..model import ScanResult
 from . import register
-from ._common import (
-    cpe_kind,
-    document_uuid,
-    one_line,
-    parse_timestamp,
-    prop,
-    sorted_unknowns,
-    stack_properties,
-    split_name_email,
-    target_display_name,
-    target_purl,
-    target_version,
-    unknown_text,
-)
 from .base import Writer, WriterOptions
-
-SCHEMA_VERSIONS = {"1.5": SchemaVersion.V1_5, "1.6": SchemaVersion.V1_6}
-
-#: our evidence method -> (CycloneDX analysis technique, confidence of that technique)
-TECHNIQUES: dict[str, tuple[AnalysisTechnique, Decimal]] = {
-    "package-db": (AnalysisTechnique.MANIFEST_ANALYSIS, Decimal(1)),
-    "package-metadata": (AnalysisTechnique.MANIFEST_ANALYSIS, Decimal("0.9")),
-    "version-file": (AnalysisTechnique.MANIFEST_ANALYSIS, Decimal("0.8")),
-    "header": (AnalysisTechnique.SOURCE_CODE_ANALYSIS, Decimal("0.7")),
-    "elf": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.7")),
-    "soname": (AnalysisTechnique.FILENAME, Decimal("0.6")),
-    "filename": (AnalysisTechnique.FILENAME, Decimal("0.4")),
-    "env": (AnalysisTechnique.OTHER, Decimal("0.5")),
-    "label": (AnalysisTechnique.OTHER, Decimal("0.5")),
-    "device": (AnalysisTechnique.DYNAMIC_ANALYSIS, Decimal("0.9")),
-    "probe": (AnalysisTechnique.DYNAMIC_ANALYSIS, Decimal(1)),
-}
-_DEFAULT_TECHNIQUE = (AnalysisTechnique.OTHER, Decimal("0.3"))
-
-_TARGET_TYPES = {
-    "image": CdxComponentType.CONTAINER,
-    "host": CdxComponentType.OPERATING_SYSTEM,
-    "directory": CdxComponentType.FILE,
-}
-
-_license_factory = LicenseFactory()
-
-
-def _cdx_type(t: ComponentType) -> CdxComponentType:
-    return CdxComponentType(t.value)
-
-
-def _licenses(values: list[str]) -> list[License]:
-    """Strings -> CycloneDX licenses.
-
-    CycloneDX allows either one SPDX expression or a list of id/named licenses, never both.
-    One string: id, expression, or name (the factory's order). Several: all SPDX ids stay
-    ids; if some are compound expressions and all parse, they are joined with AND into
-    one expression; otherwise each string that is not an SPDX id becomes a named license.
-    """
-    vals = [v.strip() for v in values if v and v.strip()]
-    vals = list(dict.fromkeys(vals))
-    if not vals:
-        return []
-    if len(vals) == 1:
-        return [_license_factory.make_from_string(vals[0])]
-    made = [_license_factory.make_from_string(v) for v in vals]
-    if all(isinstance(m, DisjunctiveLicense) for m in made):
-        return made
-    if all(not (isinstance(m, DisjunctiveLicense) and m.name) for m in made):
-        parts = [m.value if isinstance(m, LicenseExpression) else str(m.id) for m in made]
-        return [LicenseExpression(" AND ".join(f"({p})" for p in parts))]
-    out: list[License] = []
-    for v, m in zip(vals, made):
-        out.append(m if isinstance(m, DisjunctiveLicense) else _license_factory.make_with_name(v))
-    return out
-
-
-def _supplier(value: str | None) -> OrganizationalEntity | None:
-    if not value:
-        return None
-    name, email = split_name_email(value)
-    contacts = [OrganizationalContact(email=email)] if email else None
-    return OrganizationalEntity(name=name, contacts=contacts)
-
-
-def _evidence_context(ev: Evidence) -> str:
-    parts = [f"collector={ev.collector}", f"method={ev.method}"]
-    if ev.layer:
-        parts.append(f"layer={ev.layer}")
-    if ev.detail:
-        parts.append(f"detail={ev.detail}")
-    return "; ".join(parts)
-
-
-def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> ComponentEvidence | None:
-    if not c.evidence:
-        return None
-    methods: list[Method] = []
-    for ev in c.evidence:
-        technique, confidence = TECHNIQUES.get(ev.method, _DEFAULT_TECHNIQUE)
-        value = ev.path or ev.detail or ev.collector
-        methods.append(Method(technique=technique, confidence=confidence, value=value))
-    best = max(m.confidence for m in methods)
-    fields: list[tuple[IdentityField, str]] = []
-    if purl is not None:
-        fields.append((IdentityField.PURL, purl.to_string()))
-    fields.append((IdentityField.NAME, c.name))
-    if c.version:
-        fields.append((IdentityField.VERSION, c.version))
-    if spec is SchemaVersion.V1_5:
-        fields = fields[:1]  # 1.5 has a single identity object
-    identities = [
-        Identity(field=f, confidence=best, concluded_value=v, methods=methods) for f, v in fields
-    ]
-    # (location, additionalContext) pairs, deduplicated and sorted
-    found: set[tuple[str, str | None]] = set()
-    for ev in c.evidence:
-        if not ev.path:
-            continue
-        # 1.5 has no additionalContext: keep one occurrence per location there
-        found.add((ev.path, None if spec is SchemaVersion.V1_5 else _evidence_context(ev)))
-    # cyclonedx-python-lib orders occurrences by their BomRef object first, and BomRef(None)
-    # is neither equal to nor less than another BomRef(None): without explicit refs the
-    # order follows id()-based hashes and changes from run to run. Number them instead.
-    occurrences = [
-        Occurrence(bom_ref=f"{c.bom_ref}/occurrence/{i:04d}", location=loc, additional_context=ctx)
-        for i, (loc, ctx) in enumerate(sorted(found, key=lambda x: (x[0], x[1] or "")), 1)
-    ]
-    return ComponentEvidence(identity=identities, occurrences=occurrences)
-
-
-def _component_properties(c: Component, contained_by: list[str]) -> list[Property]:
-    props: list[Property] = []
-    if c.ecosystem:
-        props.append(Property(name=prop("ecosystem"), value=c.ecosystem))
-    for ev in c.evidence:
-        props.append(Property(name=prop("collector"), value=ev.collector))
-        props.append(Property(name=prop("evidence:method"), value=ev.method))
-        if ev.layer:
-            props.append(Property(name=prop("layer"), value=ev.layer))
-        if ev.path:
-            props.append(Property(name=prop("path"), value=ev.path))
-        if ev.detail:
-            props.append(Property(name=prop("evidence:detail"), value=ev.detail))
-    for k, v in sorted(c.properties.items()):
-        props.append(Property(name=prop(k), value=v))
-    for parent in contained_by:
-        props.append(Property(name=prop("contained-by"), value=parent))
-    return props
-
-
-def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]) -> CdxComponent:
-    props = _component_properties(c, contained_by)
-    purl: PackageURL | None = None
-    if c.purl:
-        try:
-            purl = PackageURL.from_string(c.purl)
-        except ValueError:
-            props.append(Property(name=prop("purl:unparsable"), value=c.purl))
-    cpe = c.cpe
-    if cpe and cpe_kind(cpe) is None:
-        props.append(Property(name=prop("cpe:invalid"), value=cpe))
-        cpe = None
-    return CdxComponent(
-        name=one_line(c.name),
-        version=one_line(c.version) if c.version else None,
-        type=_cdx_type(c.type),
-        bom_ref=c.bom_ref,
-        purl=purl,
-        cpe=cpe,
-        supplier=_supplier(c.supplier),
-        description=c.description,
-        licenses=_licenses(c.licenses),
-        properties=props,
-        evidence=_evidence(c, spec, purl),
-    )
-
-
-def _target_component(result: ScanResult) -> CdxComponent:
-    t = result.target
-    props: list[Property] = [
-        Property(name=prop("target:kind"), value=t.kind),
-        Property(name=prop("target:reference"), value=t.reference),
-    ]
-    if t.source:
-        props.append(Property(name=prop("target:source"), value=t.source))
-    if t.manifest_digest:
-        props.append(Property(name=prop("image:digest"), value=t.manifest_digest))
-    if t.image_id:
-        props.append(Property(name=prop("image:id"), value=t.image_id))
-    if t.platform:
-        props.append(Property(name=prop("image:platform"), value=t.platform))
-    if t.created:
-        props.append(Property(name=prop("image:created"), value=t.created))
-    for tag in t.tags:
-        props.append(Property(name=prop("image:tag"), value=tag))
-    for layer in t.layers:
-        if layer.diff_id:
-            props.append(Property(name=prop(f"image:layer:{layer.index}"), value=layer.diff_id))
-    for k, v in sorted(t.labels.items()):
-        props.append(Property(name=prop(f"image:label:{k}"), value=v))
-    for k, v in sorted(t.env.items()):
-        props.append(Property(name=prop(f"image:env:{k}"), value=v))
-    for k, v in sorted(t.os_release.items()):
-        props.append(Property(name=prop(f"os:{k}"), value=v))
-    return CdxComponent(
-        name=target_display_name(result),
-        version=target_version(result),
-        type=_TARGET_TYPES.get(t.kind, CdxComponentType.APPLICATION),
-        bom_ref=result.root_ref(),
-        purl=target_purl(result),
-        properties=props,
-    )
-
-
-def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
-    """The scan result as a cyclonedx-python-lib ``Bom`` (deterministic for the same result)."""
-    root_ref = result.root_ref()
-    refs = {c.bom_ref for c in result.components}
-    meta_props: list[Property] = [
-        Property(name=prop("complete"), value="true" if result.complete else "false"),
-    ]
-    deps: dict[str, set[str]] = {c.bom_ref: set() for c in result.components}
-    contained_by: dict[str, list[str]] = {}
-    dangling = 0
-    for rel in result.relationships:
-        known_src = rel.source in refs or rel.source == root_ref
-        if not known_src or rel.target not in refs:
-            dangling += 1
-            meta_props.append(Property(
-                name=prop(f"dangling-relationship:{dangling}"),
-                value=f"{rel.source} {rel.type} {rel.target}"))
-            continue
-        if rel.type == "depends-on":
-            if rel.source != root_ref:
-                deps[rel.source].add(rel.target)
-        elif rel.type == "contains":
-            if rel.source != root_ref:
-                contained_by.setdefault(rel.target, []).append(rel.source)
-        else:
-            meta_props.append(Property(name=prop("relationship"),
-                                       value=f"{rel.source} {rel.type} {rel.target}"))
-    # the root depends on every component nothing else depends on, plus whatever that
-    # leaves unreachable (dependency cycles), so every component hangs off the root
-    depended = {d for ds in deps.values() for d in ds}
-    top = {r for r in deps if r not in depended}
-    reach: set[str] = set()
-    stack = sorted(top)
-    while stack:
-        r = stack.pop()
-        if r in reach:
-            continue
-        reach.add(r)
-        stack.extend(sorted(deps[r] - reach))
-    for r in sorted(deps):
-        if r not in reach:
-            top.add(r)
-            stack = [r]
-            while stack:
-                x = stack.pop()
-                if x in reach:
-                    continue
-                reach.add(x)
-                stack.extend(sorted(deps[x] - reach))
-
-    for name, value in stack_properties(result):
-        meta_props.append(Property(name=name, value=value))
-    for i, unk in enumerate(sorted_unknowns(result), 1):
-        meta_props.append(Property(name=prop(f"unknown:{i}"),
-                                   value=unknown_text(unk.collector, unk.reason, unk.path)))
-    for cid, cver in sorted(result.tool.collectors.items()):
-        meta_props.append(Property(name=prop(f"collector:{cid}:version"), value=cver))
-
-    tool = CdxComponent(
-        type=CdxComponentType.APPLICATION,
-        name=result.tool.name or "gpusbom",
-        version=result.tool.version or None,
-        bom_ref=f"tool:{result.tool.name or 'gpusbom'}@{result.tool.version or 'unknown'}",
-    )
-    components = [
-        _to_cdx_component(c, spec, sorted(contained_by.get(c.bom_ref, [])))
-        for c in sorted(result.components, key=lambda c: c.bom_ref)
-    ]
-    dependencies = [
-        Dependency(ref=BomRef(root_ref), dependencies=[Dependency(ref=BomRef(r)) for r in sorted(top)])
-    ] + [
-        Dependency(ref=BomRef(r), dependencies=[Dependency(ref=BomRef(d)) for d in sorted(ds)])
-        for r, ds in sorted(deps.items())
-    ]
-    metadata = BomMetaData(
-        tools=ToolRepository(components=[tool]),
-        component=_target_component(result),
-        properties=meta_props,
-        timestamp=parse_timestamp(result.timestamp),
-    )
-    return Bom(
-        serial_number=document_uuid(result, "cyclonedx"),
-        metadata=metadata,
-        components=components,
-        dependencies=dependencies,
-    )
-
-
-def _schema(options: WriterOptions) -> SchemaVersion:
-    v = options.cyclonedx_version or "1.6"
-    if v not in SCHEMA_VERSIONS:
-        raise UsageError(f"unsupported CycloneDX version {v!r}; choose one of: "
-                         + ", ".join(SCHEMA_VERSIONS))
-    return SCHEMA_VERSIONS[v]
-
-
-def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion) -> str:
-    bom = build_bom(result, spec)
-    with warnings.catch_warnings():
-        # the library warns about things we decide on purpose (e.g. 1.5 feature drops)
-        warnings.simplefilter("ignore")
-        text = make_outputter(bom, output_format, spec).output_as_string(indent=2)
-    return text if text.endswith("\n") else text + "\n"
 
 
 class _CycloneDxWriter(Writer):
-    output_format: OutputFormat
+    xml: ClassVar[bool] = False
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        out.write(render(result, self.output_format, _schema(options)))
+        from . import _cyclonedx_impl
+
+        _cyclonedx_impl.write(result, out, options, xml=self.xml)
 
 
 @register
 class CycloneDxJsonWriter(_CycloneDxWriter):
     format = "cyclonedx-json"
     description = "CycloneDX JSON (1.6; 1.5 with --cyclonedx-version 1.5)"
-    output_format = OutputFormat.JSON
 
 
 @register
 class CycloneDxXmlWriter(_CycloneDxWriter):
     format = "cyclonedx-xml"
     description = "CycloneDX XML (1.6; 1.5 with --cyclonedx-version 1.5)"
-    output_format = OutputFormat.XML
+    xml = True
+
+
+def build_bom(result: ScanResult, spec: object) -> object:
+    """The cyclonedx-python-lib ``Bom`` for ``result`` (for callers that post-process it)."""
+    from . import _cyclonedx_impl
+
+    return _cyclonedx_impl.build_bom(result, spec)  # type: ignore[arg-type]

@@ -1,344 +1,16 @@
-"""SPDX 2.3, JSON and tag-value, built with spdx-tools' model and writers."""
+"""SPDX 2.3 writers (JSON and tag-value), validated before writing.
+
+The work is in ``_spdx_impl``, imported on first use: spdx-tools takes a
+noticeable share of a second to import, and most runs never need it.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import TextIO
 
-from spdx_tools.common.spdx_licensing import spdx_licensing  # type: ignore[import-untyped,unused-ignore]
-from spdx_tools.spdx.model.actor import Actor, ActorType
-from spdx_tools.spdx.model.document import CreationInfo, Document
-from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
-from spdx_tools.spdx.model.package import (
-    ExternalPackageRef,
-    ExternalPackageRefCategory,
-    Package,
-    PackagePurpose,
-)
-from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
-from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
-from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
-from spdx_tools.spdx.validation.external_package_ref_validator import (
-    validate_external_package_ref,
-)
-from spdx_tools.spdx.writer.json import json_writer
-from spdx_tools.spdx.writer.tagvalue import tagvalue_writer
-
-from ..errors import GpusbomError
-from ..model import Component, ComponentType, ScanResult
+from ..model import ScanResult
 from . import register
-from ._common import (
-    cpe_kind,
-    document_uuid,
-    one_line,
-    parse_timestamp,
-    prop,
-    sorted_unknowns,
-    stack_properties,
-    split_name_email,
-    target_display_name,
-    target_purl,
-    target_version,
-    unknown_text,
-)
 from .base import Writer, WriterOptions
-
-SPDX_VERSION = "SPDX-2.3"
-DOCUMENT_ID = "SPDXRef-DOCUMENT"
-NAMESPACE_BASE = "https://gpusbom.dev/spdx/"
-
-PURPOSES: dict[ComponentType, PackagePurpose] = {
-    ComponentType.APPLICATION: PackagePurpose.APPLICATION,
-    ComponentType.LIBRARY: PackagePurpose.LIBRARY,
-    ComponentType.FRAMEWORK: PackagePurpose.FRAMEWORK,
-    ComponentType.OPERATING_SYSTEM: PackagePurpose.OPERATING_SYSTEM,
-    ComponentType.DEVICE: PackagePurpose.DEVICE,
-    ComponentType.DEVICE_DRIVER: PackagePurpose.LIBRARY,  # SPDX 2.3 has no driver purpose
-    ComponentType.FIRMWARE: PackagePurpose.FIRMWARE,
-    ComponentType.PLATFORM: PackagePurpose.FRAMEWORK,
-    ComponentType.FILE: PackagePurpose.FILE,
-    ComponentType.CONTAINER: PackagePurpose.CONTAINER,
-}
-_TARGET_PURPOSES = {
-    "image": PackagePurpose.CONTAINER,
-    "host": PackagePurpose.OPERATING_SYSTEM,
-    "directory": PackagePurpose.FILE,
-}
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9.]+")
-_LICENSE_REF = re.compile(r"LicenseRef-[A-Za-z0-9.\-]+")
-
-
-def _sanitise(value: str, *, max_len: int = 120) -> str:
-    s = _ID_UNSAFE.sub("-", value).strip("-.")
-    return (s[:max_len].rstrip("-.")) or "x"
-
-
-class _Ids:
-    """bom-ref -> unique, deterministic SPDXID."""
-
-    def __init__(self) -> None:
-        self._by_ref: dict[str, str] = {}
-        self._taken: set[str] = {DOCUMENT_ID}
-
-    def get(self, ref: str) -> str:
-        if ref in self._by_ref:
-            return self._by_ref[ref]
-        base = "SPDXRef-" + _sanitise(ref)
-        sid, n = base, 1
-        while sid in self._taken:
-            n += 1
-            sid = f"{base}-{n}"
-        self._taken.add(sid)
-        self._by_ref[ref] = sid
-        return sid
-
-
-def _parse_license(values: list[str]) -> tuple[object, list[str]]:
-    """Declared licenses -> (SPDX expression or NOASSERTION, LicenseRef ids used).
-
-    Every string must parse as an SPDX expression whose keys are SPDX license ids or
-    ``LicenseRef-`` ids, else the whole declaration is NOASSERTION (the raw strings go to
-    the license comment): a partial expression would claim less than was declared.
-    """
-    vals = list(dict.fromkeys(v.strip() for v in values if v and v.strip()))
-    if not vals:
-        return SpdxNoAssertion(), []
-    text = vals[0] if len(vals) == 1 else " AND ".join(f"({v})" for v in vals)
-    try:
-        # license_expression raises more than ExpressionError on odd input (its own
-        # validate() even dies with AttributeError), so catch broadly here
-        expr = spdx_licensing.parse(text, strict=True)
-        keys = [str(s.key) for s in spdx_licensing.license_symbols(expr, unique=True)]
-    except Exception:  # noqa: BLE001
-        return SpdxNoAssertion(), []
-    if expr is None:
-        return SpdxNoAssertion(), []
-    refs: list[str] = []
-    for k in keys:
-        if _LICENSE_REF.fullmatch(k):
-            refs.append(k)
-        elif not _is_known(k):
-            return SpdxNoAssertion(), []
-    return expr, sorted(set(refs))
-
-
-def _is_known(key: str) -> bool:
-    return key in spdx_licensing.known_symbols
-
-
-def _actor(value: str | None) -> Actor | SpdxNoAssertion:
-    if not value:
-        return SpdxNoAssertion()
-    name, email = split_name_email(one_line(value))
-    # tag-value puts the email in parentheses after the name: keep them out of the name
-    name = name.replace("(", "[").replace(")", "]")
-    return Actor(ActorType.ORGANIZATION, name, email)
-
-
-def _external_refs(c: Component, sid: str, notes: list[str]) -> list[ExternalPackageRef]:
-    refs: list[ExternalPackageRef] = []
-    candidates: list[ExternalPackageRef] = []
-    if c.purl:
-        candidates.append(ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", c.purl))
-    if c.cpe:
-        kind = "cpe22Type" if cpe_kind(c.cpe) == "cpe22" else "cpe23Type"
-        candidates.append(ExternalPackageRef(ExternalPackageRefCategory.SECURITY, kind, c.cpe))
-    for ref in candidates:
-        if validate_external_package_ref(ref, sid, SPDX_VERSION):
-            notes.append(f"{prop('invalid-' + ref.reference_type)}={ref.locator}")
-        else:
-            refs.append(ref)
-    return refs
-
-
-def _component_comment(c: Component, notes: list[str]) -> str | None:
-    lines: list[str] = [f"{prop('bom-ref')}={c.bom_ref}", f"{prop('type')}={c.type.value}"]
-    if c.ecosystem:
-        lines.append(f"{prop('ecosystem')}={c.ecosystem}")
-    for ev in c.evidence:
-        bits = [f"collector={ev.collector}", f"method={ev.method}"]
-        if ev.path:
-            bits.append(f"path={ev.path}")
-        if ev.layer:
-            bits.append(f"layer={ev.layer}")
-        if ev.detail:
-            bits.append(f"detail={ev.detail}")
-        lines.append(f"{prop('evidence')}: " + "; ".join(bits))
-    for k, v in sorted(c.properties.items()):
-        lines.append(f"{prop(k)}={v}")
-    lines.extend(notes)
-    return "\n".join(lines) if lines else None
-
-
-def _package(c: Component, sid: str, licref_names: dict[str, str]) -> Package:
-    notes: list[str] = []
-    refs = _external_refs(c, sid, notes)
-    declared, used_refs = _parse_license(c.licenses)
-    for r in used_refs:
-        licref_names.setdefault(r, r)
-    license_comment = None
-    if c.licenses:
-        license_comment = "declared: " + " | ".join(c.licenses)
-    return Package(
-        spdx_id=sid,
-        name=one_line(c.name),
-        download_location=SpdxNoAssertion(),
-        version=one_line(c.version) if c.version else None,
-        supplier=_actor(c.supplier),
-        files_analyzed=False,
-        license_concluded=SpdxNoAssertion(),
-        license_declared=declared,
-        license_comment=license_comment,
-        copyright_text=SpdxNoAssertion(),
-        description=c.description or None,
-        comment=_component_comment(c, notes),
-        external_references=refs,
-        primary_package_purpose=PURPOSES.get(c.type, PackagePurpose.OTHER),
-    )
-
-
-def _root_package(result: ScanResult, sid: str) -> Package:
-    t = result.target
-    lines = [f"{prop('target:kind')}={t.kind}", f"{prop('target:reference')}={t.reference}"]
-    if t.source:
-        lines.append(f"{prop('target:source')}={t.source}")
-    if t.manifest_digest:
-        lines.append(f"{prop('image:digest')}={t.manifest_digest}")
-    if t.image_id:
-        lines.append(f"{prop('image:id')}={t.image_id}")
-    if t.platform:
-        lines.append(f"{prop('image:platform')}={t.platform}")
-    if t.created:
-        lines.append(f"{prop('image:created')}={t.created}")
-    for tag in t.tags:
-        lines.append(f"{prop('image:tag')}={tag}")
-    for layer in t.layers:
-        if layer.diff_id:
-            lines.append(f"{prop(f'image:layer:{layer.index}')}={layer.diff_id}")
-    for k, v in sorted(t.labels.items()):
-        lines.append(f"{prop(f'image:label:{k}')}={v}")
-    for k, v in sorted(t.env.items()):
-        lines.append(f"{prop(f'image:env:{k}')}={v}")
-    for k, v in sorted(t.os_release.items()):
-        lines.append(f"{prop(f'os:{k}')}={v}")
-    refs: list[ExternalPackageRef] = []
-    if t.kind == "image" and t.manifest_digest:
-        # the same oci purl the CycloneDX writer puts on the metadata component
-        purl = target_purl(result)
-        if purl is not None:
-            ref = ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", purl.to_string())
-            if not validate_external_package_ref(ref, sid, SPDX_VERSION):
-                refs.append(ref)
-    return Package(
-        spdx_id=sid,
-        name=target_display_name(result),
-        download_location=SpdxNoAssertion(),
-        version=target_version(result),
-        supplier=SpdxNoAssertion(),
-        files_analyzed=False,
-        license_concluded=SpdxNoAssertion(),
-        license_declared=SpdxNoAssertion(),
-        copyright_text=SpdxNoAssertion(),
-        comment="\n".join(lines),
-        external_references=refs,
-        primary_package_purpose=_TARGET_PURPOSES.get(t.kind, PackagePurpose.OTHER),
-    )
-
-
-def build_document(result: ScanResult) -> Document:
-    """The scan result as an spdx-tools ``Document`` (deterministic for the same result)."""
-    ids = _Ids()
-    root_ref = result.root_ref()
-    root_id = ids.get(root_ref)
-    comps = sorted(result.components, key=lambda c: c.bom_ref)
-    for c in comps:
-        ids.get(c.bom_ref)
-    refs = {c.bom_ref for c in comps} | {root_ref}
-
-    licref_names: dict[str, str] = {}
-    packages = [_root_package(result, root_id)] + [
-        _package(c, ids.get(c.bom_ref), licref_names) for c in comps
-    ]
-
-    rels: set[tuple[str, RelationshipType, str]] = {(DOCUMENT_ID, RelationshipType.DESCRIBES, root_id)}
-    for c in comps:
-        rels.add((root_id, RelationshipType.CONTAINS, ids.get(c.bom_ref)))
-    doc_notes: list[str] = [f"{prop('complete')}={'true' if result.complete else 'false'}"]
-    for cid, cver in sorted(result.tool.collectors.items()):
-        doc_notes.append(f"{prop(f'collector:{cid}:version')}={cver}")
-    for name, value in stack_properties(result):
-        doc_notes.append(f"{name}={value}")
-    for i, unk in enumerate(sorted_unknowns(result), 1):
-        doc_notes.append(f"{prop(f'unknown:{i}')}={unknown_text(unk.collector, unk.reason, unk.path)}")
-    for rel in result.relationships:
-        kind = {"depends-on": RelationshipType.DEPENDS_ON, "contains": RelationshipType.CONTAINS}.get(rel.type)
-        if kind is None or rel.source not in refs or rel.target not in refs:
-            doc_notes.append(f"{prop('unmapped-relationship')}={rel.source} {rel.type} {rel.target}")
-            continue
-        rels.add((ids.get(rel.source), kind, ids.get(rel.target)))
-    relationships = [Relationship(a, k, b) for a, k, b in sorted(rels, key=lambda r: (r[0], r[1].name, r[2]))]
-
-    extracted = [
-        ExtractedLicensingInfo(
-            license_id=r,
-            extracted_text=f"{r}: license text not captured by gpusbom; declared by package metadata",
-            license_name=name,
-        )
-        for r, name in sorted(licref_names.items())
-    ]
-
-    name = target_display_name(result)
-    version = target_version(result)
-    doc_name = f"{name}:{version}" if version and not version.startswith("sha256:") else name
-    namespace = f"{NAMESPACE_BASE}{_sanitise(name, max_len=80)}-{document_uuid(result, 'spdx')}"
-    tool = f"{result.tool.name or 'gpusbom'}-{result.tool.version or 'unknown'}"
-    creation = CreationInfo(
-        spdx_version=SPDX_VERSION,
-        spdx_id=DOCUMENT_ID,
-        name=doc_name,
-        document_namespace=namespace,
-        creators=[Actor(ActorType.TOOL, tool)],
-        created=parse_timestamp(result.timestamp),
-        document_comment="\n".join(doc_notes),
-    )
-    return Document(
-        creation_info=creation,
-        packages=packages,
-        relationships=relationships,
-        extracted_licensing_info=extracted,
-    )
-
-
-_TEXT_END = "</text>"
-
-
-def _tv_text(value: str | None) -> str | None:
-    """Tag-value ends a ``<text>`` block at the first ``</text>``: keep it out of values."""
-    return value.replace(_TEXT_END, "<\\/text>") if value and _TEXT_END in value else value
-
-
-def _for_tag_value(doc: Document) -> Document:
-    ci = doc.creation_info
-    ci.document_comment = _tv_text(ci.document_comment)
-    for p in doc.packages:
-        p.description = _tv_text(p.description)
-        p.comment = _tv_text(p.comment)
-        p.license_comment = _tv_text(p.license_comment)
-    return doc
-
-
-def _validated(result: ScanResult, *, tag_value: bool = False) -> Document:
-    doc = build_document(result)
-    if tag_value:
-        doc = _for_tag_value(doc)
-    messages = validate_full_spdx_document(doc)
-    if messages:
-        first = messages[0]
-        raise GpusbomError(
-            f"internal error: SPDX document for {result.target.reference} is invalid "
-            f"({len(messages)} problems; first: {first.validation_message})"
-        )
-    return doc
 
 
 @register
@@ -347,8 +19,9 @@ class SpdxJsonWriter(Writer):
     description = "SPDX 2.3 JSON"
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        json_writer.write_document_to_stream(_validated(result), out, validate=False)
-        out.write("\n")
+        from . import _spdx_impl
+
+        _spdx_impl.render_json(result, out)
 
 
 @register
@@ -357,5 +30,13 @@ class SpdxTagValueWriter(Writer):
     description = "SPDX 2.3 tag-value"
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        tagvalue_writer.write_document_to_stream(
-            _validated(result, tag_value=True), out, validate=False)
+        from . import _spdx_impl
+
+        _spdx_impl.render_tag_value(result, out)
+
+
+def build_document(result: ScanResult) -> object:
+    """The spdx-tools ``Document`` for ``result``."""
+    from . import _spdx_impl
+
+    return _spdx_impl.build_document(result)

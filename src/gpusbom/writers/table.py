@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TextIO
-
 import io
 import shutil
+from typing import TextIO
 
 from rich import box
 from rich.console import Console
