@@ -72,26 +72,144 @@ def glob_to_regex(pattern: str) -> str:
     return "".join(out)
 
 
+_WILD = frozenset("*?[")
+
+
+def _literal_prefix(text: str) -> str:
+    for i, ch in enumerate(text):
+        if ch in _WILD:
+            return text[:i]
+    return text
+
+
+def _literal_suffix(text: str) -> str:
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] in _WILD:
+            return text[i + 1 :]
+    return text
+
+
+def _longest_literal(text: str) -> str:
+    runs = re.split(r"\*|\?|\[[^\]]*\]", text)
+    return max(runs, key=len) if runs else ""
+
+
 class PathMatcher:
-    """All specs compiled into one regex; ``match`` returns the merged spec or None."""
+    """All specs, indexed by the shape of their last path component.
+
+    Every entry of every layer goes through ``match``, so most paths must be
+    rejected with a dict lookup or two: specs are bucketed by a literal base
+    name (``METADATA``), a literal base-name prefix (``libcudart.so.*``) or a
+    literal suffix (``*.icd``); only candidates from those buckets (and the
+    rare spec whose last component is fully wild) run their own regex.
+    """
+
+    _PREFIX = 3  # bucket key length for prefix buckets
 
     def __init__(self, specs: list[PathSpec] | tuple[PathSpec, ...]) -> None:
         self.specs = tuple(specs)
-        if self.specs:
-            parts = [f"(?P<g{i}>{glob_to_regex(s.pattern)})" for i, s in enumerate(self.specs)]
-            self._rx: re.Pattern[str] | None = re.compile("^(?:" + "|".join(parts) + ")$")
-        else:
-            self._rx = None
-        # single-spec regexes, to merge options when several specs match one path
-        self._each = [re.compile("^" + glob_to_regex(s.pattern) + "$") for s in self.specs]
+        # compiled on first use: most specs never see a candidate path
+        self._rx: list[re.Pattern[str] | None] = [None] * len(self.specs)
+        self._exact: dict[str, list[int]] = {}
+        self._prefix: dict[str, list[int]] = {}  # keyed by the whole literal prefix
+        self._dir_exact: dict[str, list[int]] = {}  # wild base name, literal directory
+        self._dir_suffix: dict[str, list[int]] = {}  # wild base name, directory ends literally
+        self._suffix: dict[str, list[int]] = {}
+        self._suffix_lengths: list[int] = []
+        self._infix: dict[str, list[int]] = {}
+        self._any: list[int] = []
+        self._wild_base: set[int] = set()
+        for i, spec in enumerate(self.specs):
+            base = spec.pattern.rsplit("/", 1)[-1]
+            if not _longest_literal(base) and "**" not in base:
+                self._wild_base.add(i)
+            if "**" in base:
+                self._any.append(i)
+            elif not _WILD.intersection(base):
+                self._exact.setdefault(base, []).append(i)
+            elif len(_literal_prefix(base)) >= self._PREFIX:
+                self._prefix.setdefault(_literal_prefix(base), []).append(i)
+            elif _literal_suffix(base):
+                self._suffix.setdefault(_literal_suffix(base), []).append(i)
+            elif (run := _longest_literal(base)) and len(run) >= 2:
+                self._infix.setdefault(run, []).append(i)  # "*.so.*" -> ".so."
+            else:
+                head = spec.pattern.rsplit("/", 1)[0] or "/"
+                tail = head.rsplit("**", 1)[-1]
+                if "**" not in head and not _WILD.intersection(head):
+                    self._dir_exact.setdefault(head, []).append(i)
+                elif tail.startswith("/") and len(tail) > 1 and not _WILD.intersection(tail):
+                    self._dir_suffix.setdefault(tail, []).append(i)
+                else:
+                    self._any.append(i)
+        self._suffix_lengths = sorted({len(k) for k in self._suffix})
+        self._prefix_lengths = sorted({len(k) for k in self._prefix})
+        # One C-speed yes/no test on the base name rejects almost every path
+        # before any Python-level bucket lookup (specs with a wholly wild base
+        # name are found through their directory instead).
+        bases = sorted(
+            {
+                glob_to_regex("/" + sp.pattern.rsplit("/", 1)[-1])[1:]
+                for i, sp in enumerate(self.specs)
+                if i not in self._wild_base
+            }
+        )
+        self._base_rx = re.compile("(?:" + "|".join(bases) + r")\Z") if bases else None
+
+    def _candidates(self, path: str) -> list[int]:
+        base = path[path.rfind("/") + 1 :]
+        out: list[int] = []
+        hit = self._exact.get(base)
+        if hit:
+            out.extend(hit)
+        for n in self._prefix_lengths:
+            if n > len(base):
+                break
+            hit = self._prefix.get(base[:n])
+            if hit:
+                out.extend(hit)
+        if self._dir_exact or self._dir_suffix:
+            head = path[: path.rfind("/")] or "/"
+            hit = self._dir_exact.get(head)
+            if hit:
+                out.extend(hit)
+            for tail, idxs in self._dir_suffix.items():
+                if head.endswith(tail):
+                    out.extend(idxs)
+        for n in self._suffix_lengths:
+            if n <= len(base):
+                hit = self._suffix.get(base[-n:])
+                if hit:
+                    out.extend(hit)
+        for run, idxs in self._infix.items():
+            if run in base:
+                out.extend(idxs)
+        if self._any:
+            out.extend(self._any)
+        return out
+
+    def _regex(self, i: int) -> re.Pattern[str]:
+        rx = self._rx[i]
+        if rx is None:
+            rx = self._rx[i] = re.compile("^" + glob_to_regex(self.specs[i].pattern) + "$")
+        return rx
 
     def match(self, path: str) -> PathSpec | None:
-        if self._rx is None:
+        cut = path.rfind("/")
+        if self._base_rx is None or self._base_rx.match(path, cut + 1) is None:
+            if not self._wild_base:
+                return None
+            head = path[:cut] or "/"
+            if head not in self._dir_exact and not any(
+                head.endswith(t) for t in self._dir_suffix
+            ) and not self._any:
+                return None
+        cands = self._candidates(path)
+        if not cands:
             return None
-        m = self._rx.match(path)
-        if m is None:
+        hits = [self.specs[i] for i in dict.fromkeys(cands) if self._regex(i).match(path)]
+        if not hits:
             return None
-        hits = [s for s, rx in zip(self.specs, self._each) if rx.match(path)]
         if len(hits) == 1:
             return hits[0]
         return PathSpec(
