@@ -14,12 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .model import Component, Evidence
+from .model import Component, Evidence, Product
 
 _FILE_METHODS_EXCLUDED = {"env", "label", "device", "probe"}
 
 # properties a package keeps as its own when GPU evidence is merged into it
-_PRODUCT_KEYS = ("stack", "product")
+_PRODUCT_KEYS = ("stack", "product", "product-version", "location")
+
+
+def product_of(c: Component) -> Product | None:
+    stack = c.properties.get("stack")
+    if not stack:
+        return None
+    return Product(stack=stack, name=c.properties.get("product") or c.name, version=c.version)
+
+
+def _add_products(target: Component, products: list[Product]) -> None:
+    for p in products:
+        if p not in target.products:
+            target.products.append(p)
+    target.products.sort(key=lambda p: (p.stack, p.name, p.version or ""))
+    if len(target.products) > 1:
+        target.properties["products"] = ", ".join(
+            f"{p.stack}/{p.name}@{p.version or 'unknown'}" for p in target.products
+        )
 
 
 def _file_evidence(ev: Evidence) -> bool:
@@ -27,6 +45,8 @@ def _file_evidence(ev: Evidence) -> bool:
 
 
 def _merge_into(target: Component, source: Component) -> None:
+    prod = product_of(source)
+    _add_products(target, source.products or ([prod] if prod else []))
     seen = {(e.collector, e.method, e.path, e.detail) for e in target.evidence}
     for ev in source.evidence:
         key = (ev.collector, ev.method, ev.path, ev.detail)
@@ -95,6 +115,10 @@ def fuse(
         if not rest:
             continue
         obs.evidence = rest
+        if not obs.products:
+            prod = product_of(obs)
+            if prod is not None:
+                obs.products.append(prod)
         loc = obs.properties.get("location", "")
         k = (obs.name, obs.version or "", obs.purl or "", loc)
         if k in standalone:

@@ -71,6 +71,17 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Product:
+    """A GPU-stack product a component provides (one package may provide several:
+    Intel's ``intel-opencl-icd`` holds the compute runtime, the Level Zero GPU
+    driver and ocloc)."""
+
+    stack: str
+    name: str
+    version: str | None = None
+
+
+@dataclass(frozen=True)
 class Relationship:
     """``source`` <type> ``target``, both bom-refs. Types: depends-on, contains."""
 
@@ -97,6 +108,8 @@ class Component:
     bom_ref: str = ""
     # ecosystem id for dependency resolution ("deb", "rpm", "apk", "pypi", "conda", ...)
     ecosystem: str | None = None
+    # GPU-stack products this component provides (set by fusion)
+    products: list[Product] = field(default_factory=list)
 
     def identity(self) -> str:
         loc = self.evidence[0].path if self.evidence else ""
@@ -134,6 +147,7 @@ class Component:
         d = dict(d)
         d["type"] = ComponentType(d.get("type", "library"))
         d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
+        d["products"] = [Product(**p) for p in d.get("products", [])]
         return cls(**d)
 
 

@@ -3,8 +3,10 @@
 The installed database is a list of stanzas separated by blank lines; each
 line is ``<letter>:<value>``. Letters used here: P name, V version, A arch,
 L license, o origin (source package), m maintainer, T description, U url,
-I installed size, c commit, D depends, p provides. File lines (F, R, a, M,
-Z) are skipped.
+I installed size, c commit, D depends, p provides. File lines: F is a
+directory (relative to /), R a file in the directory of the last F; the
+package's directories and files are claimed for stack collectors (phase 1).
+Other file attributes (a, M, Z) are skipped.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class ApkPackage:
     commit: str | None = None
     depends: list[str] = field(default_factory=list)  # names/capabilities, no constraints
     provides: list[str] = field(default_factory=list)  # capability names, no versions
+    files: list[str] = field(default_factory=list)  # absolute paths: F dirs and R files
 
 
 def _dep_names(value: str) -> list[str]:
@@ -70,8 +73,12 @@ def parse_apk_installed(data: bytes | str) -> tuple[list[ApkPackage], list[str]]
     pkgs: list[ApkPackage] = []
     problems: list[str] = []
     cur: dict[str, str] = {}
+    files: list[str] = []
+    fdir = ""  # the last F: line's directory, "" for the root
 
     def flush() -> None:
+        nonlocal files, fdir
+        got, files, fdir = files, [], ""
         if not cur:
             return
         name, version = cur.get("P", "").strip(), cur.get("V", "").strip()
@@ -92,6 +99,7 @@ def parse_apk_installed(data: bytes | str) -> tuple[list[ApkPackage], list[str]]
                     commit=cur.get("c") or None,
                     depends=[d for d in _dep_names(cur.get("D", "")) if d != name],
                     provides=_dep_names(cur.get("p", "")),
+                    files=got,
                 )
             )
         cur.clear()
@@ -103,7 +111,15 @@ def parse_apk_installed(data: bytes | str) -> tuple[list[ApkPackage], list[str]]
         if len(line) < 2 or line[1] != ":":
             continue
         letter = line[0]
-        if letter in _WANTED and letter not in cur:
+        if letter == "F":
+            fdir = line[2:].strip().strip("/")
+            if fdir:
+                files.append("/" + fdir)
+        elif letter == "R":
+            name = line[2:].strip()
+            if name:
+                files.append(("/" + fdir if fdir else "") + "/" + name)
+        elif letter in _WANTED and letter not in cur:
             cur[letter] = line[2:].strip()
     flush()
     return pkgs, problems
@@ -185,26 +201,26 @@ class ApkCollector(Collector):
                 props["installed-size"] = pkg.installed_size
             if pkg.commit:
                 props["commit"] = pkg.commit
-            out.append(
-                Component(
-                    name=pkg.name,
-                    version=pkg.version,
-                    type=ComponentType.LIBRARY,
-                    purl=apk_purl(pkg, osr),
-                    supplier=pkg.maintainer,
-                    description=pkg.description,
-                    licenses=[pkg.license] if pkg.license else [],
-                    properties=props,
-                    evidence=[
-                        Evidence(
-                            collector=self.id,
-                            method=EvidenceMethod.PACKAGE_DB.value,
-                            path=INSTALLED,
-                            layer=intro.get(pkg.name) or final_layer,
-                        )
-                    ],
-                    depends_on=deps.get(pkg.name, []),
-                    ecosystem="apk",
-                )
+            comp = Component(
+                name=pkg.name,
+                version=pkg.version,
+                type=ComponentType.LIBRARY,
+                purl=apk_purl(pkg, osr),
+                supplier=pkg.maintainer,
+                description=pkg.description,
+                licenses=[pkg.license] if pkg.license else [],
+                properties=props,
+                evidence=[
+                    Evidence(
+                        collector=self.id,
+                        method=EvidenceMethod.PACKAGE_DB.value,
+                        path=INSTALLED,
+                        layer=intro.get(pkg.name) or final_layer,
+                    )
+                ],
+                depends_on=deps.get(pkg.name, []),
+                ecosystem="apk",
             )
+            out.append(comp)
+            ctx.claim(comp, pkg.files)
         return out

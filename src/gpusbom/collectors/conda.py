@@ -3,12 +3,15 @@
 Every installed package has one JSON record in its environment's
 ``conda-meta`` directory (``history`` is a log, not a record). Fields used:
 name, version, build, build_number, channel, url, fn, subdir, license,
-depends, md5, sha256.
+depends, md5, sha256, and ``files`` (paths relative to the environment
+prefix, the parent of ``conda-meta``; ``paths_data.paths[]._path`` when
+``files`` is absent), which are claimed for stack collectors (phase 1).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ __all__ = [
     "CondaCollector",
     "CondaPackage",
     "channel_name",
+    "conda_files",
     "conda_purl",
     "parse_conda_meta",
 ]
@@ -55,6 +59,7 @@ class CondaPackage:
     md5: str | None = None
     sha256: str | None = None
     depends: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # relative to the environment prefix
 
     @property
     def package_type(self) -> str | None:
@@ -124,6 +129,19 @@ def parse_conda_meta(data: bytes | str) -> CondaPackage:
                 m = _DEP_NAME_RX.match(d)
                 if m and m.group(1) != name and m.group(1) not in deps:
                     deps.append(m.group(1))
+    raw_files = rec.get("files")
+    files: list[str] = []
+    if isinstance(raw_files, list):
+        files = [f for f in raw_files if isinstance(f, str) and f]
+    if not files:
+        pd = rec.get("paths_data")
+        paths = pd.get("paths") if isinstance(pd, dict) else None
+        if isinstance(paths, list):
+            files = [
+                p["_path"]
+                for p in paths
+                if isinstance(p, dict) and isinstance(p.get("_path"), str) and p["_path"]
+            ]
     return CondaPackage(
         name=name,
         version=version,
@@ -138,7 +156,21 @@ def parse_conda_meta(data: bytes | str) -> CondaPackage:
         md5=_s(rec.get("md5")),
         sha256=_s(rec.get("sha256")),
         depends=deps,
+        files=files,
     )
+
+
+def conda_files(pkg: CondaPackage, prefix: str) -> list[str]:
+    """Absolute image paths of ``pkg``'s files in the environment at ``prefix``
+    (normalised; ``..`` never leaves the image root)."""
+    out: list[str] = []
+    for f in pkg.files:
+        p = posixpath.normpath(posixpath.join(prefix, f.strip()))
+        if p.startswith("//"):
+            p = "/" + p.lstrip("/")
+        if p != "/":
+            out.append(p)
+    return out
 
 
 def conda_purl(pkg: CondaPackage) -> str:
@@ -186,17 +218,17 @@ class CondaCollector(Collector):
             ):
                 if val:
                     props[key] = val
-            out.append(
-                Component(
-                    name=pkg.name,
-                    version=pkg.version,
-                    type=ComponentType.LIBRARY,
-                    purl=conda_purl(pkg),
-                    licenses=[pkg.license] if pkg.license else [],
-                    properties=props,
-                    evidence=[ctx.evidence(EvidenceMethod.PACKAGE_DB.value, path)],
-                    depends_on=list(pkg.depends),
-                    ecosystem="conda",
-                )
+            comp = Component(
+                name=pkg.name,
+                version=pkg.version,
+                type=ComponentType.LIBRARY,
+                purl=conda_purl(pkg),
+                licenses=[pkg.license] if pkg.license else [],
+                properties=props,
+                evidence=[ctx.evidence(EvidenceMethod.PACKAGE_DB.value, path)],
+                depends_on=list(pkg.depends),
+                ecosystem="conda",
             )
+            out.append(comp)
+            ctx.claim(comp, conda_files(pkg, env))
         return out

@@ -5,6 +5,12 @@ that introduced each package's current version) and the distroless
 ``/var/lib/dpkg/status.d/*`` files (one or more stanzas each). Stanzas are
 parsed with python-debian's deb822. Licenses come from
 ``/usr/share/doc/<package>/copyright`` when it is machine-readable (DEP-5).
+
+File ownership (phase 1 ``claim``): ``/var/lib/dpkg/info/<pkg>.list`` or
+``<pkg>:<arch>.list`` (one absolute path a line; ``/.`` is the root and is
+skipped); distroless images have no ``.list`` files, so
+``/var/lib/dpkg/status.d/<name>.md5sums`` (``<md5>  <path relative to />``)
+is used there.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from debian import deb822
 from packageurl import PackageURL
@@ -22,7 +29,11 @@ from . import register
 from .base import CollectContext, Collector
 from .osrelease import attribute_layers, distro_qualifier, history_snapshots
 
+if TYPE_CHECKING:
+    from ..fsview.view import FsView
+
 __all__ = [
+    "INFO",
     "STATUS",
     "STATUS_D",
     "DebPackage",
@@ -30,12 +41,17 @@ __all__ = [
     "deb_purl",
     "installed_versions",
     "parse_dep5_licenses",
+    "parse_dpkg_list",
+    "parse_dpkg_md5sums",
     "parse_dpkg_status",
     "parse_relation_names",
 ]
 
 STATUS = "/var/lib/dpkg/status"
 STATUS_D = "/var/lib/dpkg/status.d"
+INFO = "/var/lib/dpkg/info"
+LIST_GLOB = INFO + "/*.list"
+MAX_LIST = 64 * 1024 * 1024
 COPYRIGHT_GLOB = "/usr/share/doc/*/copyright"
 
 #: dpkg states in which the package's files are on disk (dpkg-query(1));
@@ -149,6 +165,27 @@ def parse_dpkg_status(
     return pkgs, problems
 
 
+def parse_dpkg_list(data: bytes | str) -> list[str]:
+    """Paths of a ``/var/lib/dpkg/info/<pkg>.list`` file (absolute; ``/.`` and blank
+    lines dropped). Paths may contain spaces: only the line break ends one."""
+    text = _decode(data)
+    return [ln for ln in text.split("\n") if ln and ln != "/." and ln[0] == "/"]
+
+
+def parse_dpkg_md5sums(data: bytes | str) -> list[str]:
+    """Absolute paths of a ``md5sums`` file (``<32 hex>  <path relative to />``)."""
+    out: list[str] = []
+    for ln in _decode(data).split("\n"):
+        # the sum, then two spaces (or " *" for binary mode), then the path
+        if len(ln) < 35 or ln[32] != " ":
+            continue
+        rel = ln[34:] if ln[33] in " *" else ln[33:]
+        rel = rel.lstrip("/")
+        if rel and rel != ".":
+            out.append("/" + rel)
+    return out
+
+
 def installed_versions(data: bytes | str) -> dict[tuple[str, str], str]:
     """(name, arch) -> version of the installed packages in a status file."""
     pkgs, _ = parse_dpkg_status(data)
@@ -199,6 +236,7 @@ class DpkgCollector(Collector):
     paths = (
         PathSpec(STATUS, history=True),
         PathSpec(STATUS_D + "/*", max_size=8 * 1024 * 1024),
+        PathSpec(LIST_GLOB, max_size=MAX_LIST),
         PathSpec(COPYRIGHT_GLOB, max_size=1024 * 1024),
     )
 
@@ -208,13 +246,19 @@ class DpkgCollector(Collector):
         out: list[Component] = []
         seen: set[tuple[str, str, str]] = set()
         licenses: dict[str, list[str]] = {}
+        try:
+            lists = {n for n in fs.listdir(INFO) if n.endswith(".list")}
+        except (OSError, LookupError):
+            lists = set()
 
-        def add(pkg: DebPackage, path: str, layer: str | None) -> None:
+        def add(pkg: DebPackage, path: str, layer: str | None, md5sums: str | None = None) -> None:
             ident = (pkg.name, pkg.architecture or "", pkg.version)
             if ident in seen:
                 return
             seen.add(ident)
-            out.append(self._component(ctx, pkg, osr, path, layer, licenses))
+            comp = self._component(ctx, pkg, osr, path, layer, licenses)
+            out.append(comp)
+            self._claim(ctx, comp, pkg, lists, md5sums)
 
         if fs.exists(STATUS):
             try:
@@ -244,8 +288,49 @@ class DpkgCollector(Collector):
                 ctx.unknown(f"dpkg status.d: {p}", path)
             layer = fs.layer_of(path)
             for pkg in pkgs:
-                add(pkg, path, layer)
+                add(pkg, path, layer, md5sums=self._md5sums_path(fs, path, pkg, len(pkgs)))
         return out
+
+    @staticmethod
+    def _md5sums_path(fs: FsView, status_file: str, pkg: DebPackage, n: int) -> str | None:
+        """The distroless ``status.d/<name>.md5sums`` of ``pkg``: named after the package,
+        or after its status.d file when that file describes only this package."""
+        cands = [f"{STATUS_D}/{pkg.name}.md5sums"]
+        if n == 1:
+            cands.append(status_file + ".md5sums")
+        for c in cands:
+            if fs.is_file(c):
+                return c
+        return None
+
+    @staticmethod
+    def _claim(
+        ctx: CollectContext,
+        comp: Component,
+        pkg: DebPackage,
+        lists: set[str],
+        md5sums: str | None,
+    ) -> None:
+        """Claim the files dpkg lists for ``pkg`` (``<name>:<arch>.list`` for Multi-Arch:
+        same packages, ``<name>.list`` otherwise; status.d md5sums on distroless)."""
+        names = []
+        if pkg.architecture:
+            names.append(f"{pkg.name}:{pkg.architecture}.list")
+        names.append(f"{pkg.name}.list")
+        for n in names:
+            if n not in lists:
+                continue
+            path = f"{INFO}/{n}"
+            try:
+                ctx.claim(comp, parse_dpkg_list(ctx.fs.read_bytes(path)))
+            except Exception as e:  # noqa: BLE001 - ownership is best effort, say so
+                ctx.unknown(f"cannot read dpkg file list: {e}", path)
+            return
+        if md5sums is not None:
+            try:
+                ctx.claim(comp, parse_dpkg_md5sums(ctx.fs.read_bytes(md5sums)))
+            except Exception as e:  # noqa: BLE001
+                ctx.unknown(f"cannot read dpkg md5sums: {e}", md5sums)
 
     def _component(
         self,

@@ -3,12 +3,20 @@
 Finds ``*.dist-info/METADATA``, ``*.egg-info/PKG-INFO`` and ``*.egg-info``
 files anywhere and reads their RFC 822 style headers (core metadata, any
 version). The body (long description) is not parsed.
+
+File ownership (phase 1 ``claim``): a dist-info's ``RECORD`` (CSV; paths
+relative to the directory holding the dist-info, e.g. site-packages, and may
+climb out of it: ``../../../bin/tool``) and an egg-info directory's
+``installed-files.txt`` (paths relative to the egg-info directory). Paths are
+normalised lexically and never leave the image root.
 """
 
 from __future__ import annotations
 
+import csv
+import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from email.utils import getaddresses
@@ -25,6 +33,8 @@ __all__ = [
     "PyDistribution",
     "PythonCollector",
     "parse_core_metadata",
+    "parse_installed_files",
+    "parse_record",
     "pypi_purl",
     "requirement_name",
 ]
@@ -131,6 +141,37 @@ def parse_core_metadata(text: str) -> PyDistribution:
     )
 
 
+def _under(base: str, rel: str) -> str | None:
+    """``rel`` joined to the absolute directory ``base`` and normalised; ``..`` at the
+    root stays at the root (the image root is the only root there is)."""
+    rel = rel.strip()
+    if not rel:
+        return None
+    p = posixpath.normpath(posixpath.join(base, rel))
+    if p.startswith("//"):  # normpath keeps a leading "//"
+        p = "/" + p.lstrip("/")
+    return None if p == "/" else p
+
+
+def parse_record(text: str, base: str) -> Iterator[str]:
+    """Absolute paths of a dist-info ``RECORD``; ``base`` is the directory holding the
+    ``.dist-info`` (paths in RECORD are relative to it; absolute ones are kept)."""
+    for row in csv.reader(text.splitlines()):
+        if row:
+            p = _under(base, row[0])
+            if p is not None:
+                yield p
+
+
+def parse_installed_files(text: str, egg_info_dir: str) -> Iterator[str]:
+    """Absolute paths of an egg-info ``installed-files.txt`` (one path a line,
+    relative to the ``.egg-info`` directory)."""
+    for line in text.splitlines():
+        p = _under(egg_info_dir, line)
+        if p is not None:
+            yield p
+
+
 def pypi_purl(dist: PyDistribution) -> str:
     return PackageURL(type="pypi", name=dist.canonical_name, version=dist.version).to_string()
 
@@ -143,6 +184,8 @@ class PythonCollector(Collector):
     paths = (
         PathSpec("/**/*.dist-info/METADATA", max_size=_MAX_META),
         PathSpec("/**/*.dist-info/INSTALLER", max_size=4096),
+        PathSpec("/**/*.dist-info/RECORD", max_size=_MAX_META),
+        PathSpec("/**/*.egg-info/installed-files.txt", max_size=_MAX_META),
         PathSpec("/**/*.egg-info/PKG-INFO", max_size=_MAX_META),
         PathSpec("/**/*.egg-info", max_size=_MAX_META),
     )
@@ -175,22 +218,44 @@ class PythonCollector(Collector):
                     props["installer"] = installer
             if dist.metadata_version:
                 props["metadata-version"] = dist.metadata_version
-            out.append(
-                Component(
-                    name=dist.name,
-                    version=dist.version,
-                    type=ComponentType.LIBRARY,
-                    purl=pypi_purl(dist),
-                    supplier=dist.author,
-                    description=dist.summary,
-                    licenses=list(dist.licenses),
-                    properties=props,
-                    evidence=[ctx.evidence(EvidenceMethod.PACKAGE_METADATA.value, path)],
-                    depends_on=list(dist.requires),
-                    ecosystem="pypi",
-                )
+            comp = Component(
+                name=dist.name,
+                version=dist.version,
+                type=ComponentType.LIBRARY,
+                purl=pypi_purl(dist),
+                supplier=dist.author,
+                description=dist.summary,
+                licenses=list(dist.licenses),
+                properties=props,
+                evidence=[ctx.evidence(EvidenceMethod.PACKAGE_METADATA.value, path)],
+                depends_on=list(dist.requires),
+                ecosystem="pypi",
             )
+            out.append(comp)
+            self._claim(ctx, comp, meta_dir)
         return out
+
+    @staticmethod
+    def _claim(ctx: CollectContext, comp: Component, meta_dir: str) -> None:
+        """Claim the files the distribution's installer recorded."""
+        fs = ctx.fs
+        parse: Callable[[str, str], Iterator[str]]
+        if meta_dir.endswith(".dist-info"):
+            path = meta_dir + "/RECORD"
+            base = meta_dir.rsplit("/", 1)[0] or "/"
+            parse = parse_record
+        elif fs.is_dir(meta_dir):
+            path = meta_dir + "/installed-files.txt"
+            base = meta_dir
+            parse = parse_installed_files
+        else:
+            return  # a lone .egg-info file lists nothing
+        try:
+            if not fs.is_file(path):
+                return
+            ctx.claim(comp, parse(fs.read_text(path), base))
+        except Exception as e:  # noqa: BLE001 - ownership is best effort, say so
+            ctx.unknown(f"cannot read Python package file list: {e}", path)
 
     @staticmethod
     def _installer(ctx: CollectContext, path: str) -> str | None:

@@ -9,6 +9,10 @@ hostile values (no rpm library is needed):
     il x 16 bytes: int32 tag, int32 type, int32 offset, int32 count
     dl bytes of data
 
+The files each package owns come from the header's file list (DIRNAMES,
+DIRINDEXES, BASENAMES; OLDFILENAMES in very old headers) and are claimed for
+stack collectors (phase 1 ``claim``).
+
 Berkeley DB (RHEL 7, ``Packages``) and ndb (SUSE, ``Packages.db``) databases
 are not read; they are reported as unknowns.
 """
@@ -35,6 +39,7 @@ __all__ = [
     "RpmCollector",
     "RpmHeaderError",
     "RpmPackage",
+    "header_files",
     "parse_rpm_header",
     "read_rpmdb_bytes",
     "read_rpmdb_file",
@@ -61,12 +66,18 @@ TAG_ARCH = 1022
 TAG_SOURCERPM = 1044
 TAG_PROVIDENAME = 1047
 TAG_REQUIRENAME = 1049
+TAG_OLDFILENAMES = 1027
+TAG_DIRINDEXES = 1116
+TAG_BASENAMES = 1117
+TAG_DIRNAMES = 1118
 TAG_MODULARITYLABEL = 5096
 
 _WANTED = frozenset(
     {TAG_NAME, TAG_VERSION, TAG_RELEASE, TAG_EPOCH, TAG_SUMMARY, TAG_VENDOR, TAG_LICENSE,
      TAG_URL, TAG_ARCH, TAG_SOURCERPM, TAG_PROVIDENAME, TAG_REQUIRENAME, TAG_MODULARITYLABEL}
 )
+_FILE_TAGS = frozenset({TAG_OLDFILENAMES, TAG_DIRINDEXES, TAG_BASENAMES, TAG_DIRNAMES})
+_WANTED_WITH_FILES = _WANTED | _FILE_TAGS
 
 # header data types
 T_INT32 = 4
@@ -100,6 +111,7 @@ class RpmPackage:
     modularity_label: str | None = None
     provides: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # absolute paths the package owns
 
     @property
     def evr(self) -> str:
@@ -119,8 +131,20 @@ def _cstring(store: bytes, off: int, dl: int) -> tuple[str, int]:
     return store[off:end].decode("utf-8", errors="replace"), end + 1
 
 
-def parse_rpm_header(blob: bytes) -> dict[int, object]:
-    """Decode the tags we use from one header blob: tag -> str | list[str] | list[int]."""
+def _string_array(store: bytes, off: int, count: int, dl: int) -> list[str]:
+    """``count`` NUL-terminated strings from ``off`` (one split: file lists are long)."""
+    parts = store[off:dl].split(b"\0", count)
+    if len(parts) <= count:
+        raise RpmHeaderError("unterminated string")
+    return [b.decode("utf-8", errors="replace") for b in parts[:count]]
+
+
+def parse_rpm_header(blob: bytes, *, files: bool = False) -> dict[int, object]:
+    """Decode the tags we use from one header blob: tag -> str | list[str] | list[int].
+
+    ``files``: also decode the file list tags (DIRNAMES, DIRINDEXES, BASENAMES,
+    OLDFILENAMES)."""
+    wanted = _WANTED_WITH_FILES if files else _WANTED
     n = len(blob)
     if n < 8:
         raise RpmHeaderError("header too short")
@@ -136,21 +160,16 @@ def parse_rpm_header(blob: bytes) -> dict[int, object]:
     out: dict[int, object] = {}
     for i in range(il):
         tag, typ, off, count = _ENTRY.unpack_from(blob, 8 + 16 * i)
-        if tag not in _WANTED:
+        if tag not in wanted:
             continue
         if off < 0 or off >= dl or count < 1 or count > dl:
             raise RpmHeaderError(f"tag {tag}: bad offset/count")
         if typ == T_STRING:
             out[tag], _ = _cstring(store, off, dl)
-        elif typ in (T_STRING_ARRAY, T_I18NSTRING):
-            vals: list[str] = []
-            pos = off
-            for _ in range(count):
-                s, pos = _cstring(store, pos, dl)
-                vals.append(s)
-                if typ == T_I18NSTRING:
-                    break  # the first is the C locale
-            out[tag] = vals[0] if typ == T_I18NSTRING else vals
+        elif typ == T_I18NSTRING:
+            out[tag], _ = _cstring(store, off, dl)  # the first is the C locale
+        elif typ == T_STRING_ARRAY:
+            out[tag] = _string_array(store, off, count, dl)
         elif typ == T_INT32:
             if off % 4 or off + 4 * count > dl:
                 raise RpmHeaderError(f"tag {tag}: bad int32 array")
@@ -164,6 +183,32 @@ def _s(h: dict[int, object], tag: int) -> str | None:
     if isinstance(v, list):
         v = v[0] if v and isinstance(v[0], str) else None
     return v.strip() or None if isinstance(v, str) else None
+
+
+def header_files(h: dict[int, object]) -> list[str]:
+    """Absolute paths of a decoded header's file list; [] when it has none or the
+    three parallel arrays disagree (a damaged header owns nothing rather than
+    the wrong files)."""
+    base = h.get(TAG_BASENAMES)
+    if isinstance(base, list):
+        dirs = h.get(TAG_DIRNAMES)
+        idx = h.get(TAG_DIRINDEXES)
+        if not isinstance(dirs, list) or not isinstance(idx, list) or len(idx) != len(base):
+            return []
+        nd = len(dirs)
+        out: list[str] = []
+        for i, b in zip(idx, base):
+            if not isinstance(i, int) or not 0 <= i < nd or not isinstance(b, str):
+                return []
+            d = dirs[i]
+            if not isinstance(d, str):
+                return []
+            out.append(d + b if d.startswith("/") else "/" + d + b)
+        return out
+    old = h.get(TAG_OLDFILENAMES)
+    if isinstance(old, list):
+        return [p if p.startswith("/") else "/" + p for p in old if isinstance(p, str) and p]
+    return []
 
 
 def _package_from_header(h: dict[int, object]) -> RpmPackage | None:
@@ -192,12 +237,16 @@ def _package_from_header(h: dict[int, object]) -> RpmPackage | None:
         modularity_label=_s(h, TAG_MODULARITYLABEL),
         provides=[p for p in provides if isinstance(p, str)] if isinstance(provides, list) else [],
         requires=[r for r in requires if isinstance(r, str)] if isinstance(requires, list) else [],
+        files=header_files(h),
     )
 
 
-def read_rpmdb_file(path: str, *, private: bool = False) -> tuple[list[RpmPackage], list[str]]:
+def read_rpmdb_file(
+    path: str, *, private: bool = False, files: bool = False
+) -> tuple[list[RpmPackage], list[str]]:
     """Read a sqlite rpmdb on disk. Returns packages and problems (headers that did not
     parse). Raises ``sqlite3.DatabaseError`` if the file is not a readable rpmdb.
+    ``files``: fill ``RpmPackage.files`` from the headers' file lists.
 
     The file is opened read-only and immutable (its write-ahead log, if any, is
     ignored) unless ``private``: then it is a private copy, opened normally so
@@ -213,7 +262,7 @@ def read_rpmdb_file(path: str, *, private: bool = False) -> tuple[list[RpmPackag
                 problems.append(f"header {hnum}: not a blob")
                 continue
             try:
-                pkg = _package_from_header(parse_rpm_header(bytes(blob)))
+                pkg = _package_from_header(parse_rpm_header(bytes(blob), files=files))
             except RpmHeaderError as e:
                 problems.append(f"header {hnum}: {e}")
                 continue
@@ -225,7 +274,7 @@ def read_rpmdb_file(path: str, *, private: bool = False) -> tuple[list[RpmPackag
 
 
 def read_rpmdb_bytes(
-    data: bytes, wal: bytes | None = None
+    data: bytes, wal: bytes | None = None, *, files: bool = False
 ) -> tuple[list[RpmPackage], list[str]]:
     """Same as ``read_rpmdb_file`` for database content held in memory, with the
     content of its write-ahead log (``rpmdb.sqlite-wal``) when it has one."""
@@ -236,16 +285,18 @@ def read_rpmdb_bytes(
         if wal:
             with open(p + "-wal", "wb") as f:
                 f.write(wal)
-        return read_rpmdb_file(p, private=bool(wal))
+        return read_rpmdb_file(p, private=bool(wal), files=files)
 
 
-def _read_content(content: object, wal: bytes | None = None) -> tuple[list[RpmPackage], list[str]]:
+def _read_content(
+    content: object, wal: bytes | None = None, *, files: bool = False
+) -> tuple[list[RpmPackage], list[str]]:
     spooled = getattr(content, "spooled_path", None)
     if wal:
-        return read_rpmdb_bytes(content.read(), wal)  # type: ignore[attr-defined]
+        return read_rpmdb_bytes(content.read(), wal, files=files)  # type: ignore[attr-defined]
     if spooled:
-        return read_rpmdb_file(spooled)
-    return read_rpmdb_bytes(content.read())  # type: ignore[attr-defined]
+        return read_rpmdb_file(spooled, files=files)
+    return read_rpmdb_bytes(content.read(), files=files)  # type: ignore[attr-defined]
 
 
 def _snapshot(content: object) -> dict[tuple[str, str], str]:
@@ -357,7 +408,7 @@ class RpmCollector(Collector):
             if content is None:
                 fs.read_bytes(path)  # raises the reason (not captured / too large)
                 raise FileNotFoundError(path)
-            pkgs, problems = _read_content(content, self._wal(ctx, path))
+            pkgs, problems = _read_content(content, self._wal(ctx, path), files=True)
         except Exception as e:  # noqa: BLE001
             ctx.unknown(f"cannot read rpmdb: {e}", path)
             return []
@@ -369,35 +420,45 @@ class RpmCollector(Collector):
         deps = resolve_requires(pkgs)
         comps: list[Component] = []
         for pkg in pkgs:
-            props: dict[str, str] = {}
-            if pkg.arch:
-                props["architecture"] = pkg.arch
-            if pkg.source_rpm:
-                props["source-rpm"] = pkg.source_rpm
-            if pkg.epoch is not None:
-                props["epoch"] = str(pkg.epoch)
-            if pkg.modularity_label:
-                props["modularity-label"] = pkg.modularity_label
-            comps.append(
-                Component(
-                    name=pkg.name,
-                    version=pkg.evr,
-                    type=ComponentType.LIBRARY,
-                    purl=rpm_purl(pkg, osr),
-                    supplier=pkg.vendor,
-                    description=pkg.summary,
-                    licenses=[pkg.license] if pkg.license else [],
-                    properties=props,
-                    evidence=[
-                        Evidence(
-                            collector=self.id,
-                            method=EvidenceMethod.PACKAGE_DB.value,
-                            path=path,
-                            layer=intro.get(pkg.key) or final_layer,
-                        )
-                    ],
-                    depends_on=list(deps.get(pkg.name, [])),
-                    ecosystem="rpm",
-                )
-            )
+            comp = self._component(pkg, osr, path, intro.get(pkg.key) or final_layer, deps)
+            ctx.claim(comp, pkg.files)
+            comps.append(comp)
         return comps
+
+    def _component(
+        self,
+        pkg: RpmPackage,
+        osr: dict[str, str],
+        path: str,
+        layer: str | None,
+        deps: dict[str, list[str]],
+    ) -> Component:
+        props: dict[str, str] = {}
+        if pkg.arch:
+            props["architecture"] = pkg.arch
+        if pkg.source_rpm:
+            props["source-rpm"] = pkg.source_rpm
+        if pkg.epoch is not None:
+            props["epoch"] = str(pkg.epoch)
+        if pkg.modularity_label:
+            props["modularity-label"] = pkg.modularity_label
+        return Component(
+            name=pkg.name,
+            version=pkg.evr,
+            type=ComponentType.LIBRARY,
+            purl=rpm_purl(pkg, osr),
+            supplier=pkg.vendor,
+            description=pkg.summary,
+            licenses=[pkg.license] if pkg.license else [],
+            properties=props,
+            evidence=[
+                Evidence(
+                    collector=self.id,
+                    method=EvidenceMethod.PACKAGE_DB.value,
+                    path=path,
+                    layer=layer,
+                )
+            ],
+            depends_on=list(deps.get(pkg.name, [])),
+            ecosystem="rpm",
+        )

@@ -1,0 +1,422 @@
+"""rocm: AMD ROCm installs, the HIP runtime and the ROCm libraries.
+
+What it reads, and what each source proves:
+
+- A ROCm *install* (``/opt/rocm-X.Y.Z``, and ``/opt/rocm`` when it is a directory or a
+  link to one): its release comes from ``.info/version`` (and ``.info/version-dev``:
+  rocm-core writes ``MAJOR.MINOR.PATCH[.POINT]``, older releases ``X.Y.Z-BUILD``), from
+  ``include/rocm-core/rocm_version.h`` (``ROCM_VERSION_MAJOR/MINOR/PATCH``) and from the
+  versioned directory name. One ``rocm-core`` component per install carries
+  ``release``; sources that disagree are reported in ``disagreement``.
+  ``librocm-core.so.*`` is evidence of the same install.
+- Libraries by file name (``libamdhip64.so.5.2.21153``, ``librocblas.so.4.2.60200``,
+  ``libMIOpen.so.1.0.60200`` ...) under ROCm roots and the system library directories.
+  HIP's file name carries HIP's own version (``MAJOR.MINOR.PATCH``, patch = build); the
+  other libraries' file names carry an ABI version (plus, in AMD's builds, the ROCm
+  "libpatch" number), so their version comes from the owning package when a package
+  database knows it, and is left unknown otherwise (``file-version`` keeps what the
+  name says).
+- Header-only libraries by their version headers: rocPRIM
+  (``rocprim/rocprim_version.hpp``) and hipCUB (``hipcub/hipcub_version.hpp``).
+- Tools: ``rocminfo``, ``rocm-smi`` (version from the owning package).
+
+False-positive guard: a library outside any ROCm install (e.g. Debian's
+``libamdhip64-5`` in ``/usr/lib/x86_64-linux-gnu``) is reported with ``install`` =
+``distro-package`` (or ``unmanaged`` when no package owns it) and never with a
+``release``: a lone distro HIP runtime is not "ROCm installed".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import UnsafeArchiveError
+from ..fsview.spec import PathSpec
+from ..fsview.types import EntryKind
+from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from . import register
+from ._amd_intel import (
+    AMD,
+    LIB_DIRS,
+    header_defines,
+    lib_specs,
+    observation,
+    owned_version,
+    real_files,
+    soname_version,
+)
+from .base import CollectContext, Collector
+
+__all__ = ["ROCM_LIBRARIES", "RocmCollector", "parse_info_version", "parse_rocm_version_h"]
+
+STACK = "rocm"
+
+#: soname stem -> (product id, the file name carries the product's own version)
+ROCM_LIBRARIES: dict[str, tuple[str, bool]] = {
+    "libamdhip64": ("hip-runtime", True),
+    "libhiprtc": ("hiprtc", True),
+    "libhsa-runtime64": ("hsa-runtime", False),
+    "libhsakmt": ("hsakmt", False),
+    "libamd_comgr": ("comgr", False),
+    "librocblas": ("rocblas", False),
+    "libhipblas": ("hipblas", False),
+    "libhipblaslt": ("hipblaslt", False),
+    "librocfft": ("rocfft", False),
+    "libhipfft": ("hipfft", False),
+    "librocrand": ("rocrand", False),
+    "libhiprand": ("hiprand", False),
+    "librocsparse": ("rocsparse", False),
+    "libhipsparse": ("hipsparse", False),
+    "libhipsparselt": ("hipsparselt", False),
+    "librocsolver": ("rocsolver", False),
+    "libhipsolver": ("hipsolver", False),
+    "librocalution": ("rocalution", False),
+    "libMIOpen": ("miopen", False),
+    "librccl": ("rccl", False),
+    "libmigraphx": ("migraphx", False),
+    "librocm_smi64": ("rocm-smi-lib", False),
+    "libamd_smi": ("amd-smi-lib", False),
+    "libroctracer64": ("roctracer", False),
+    "librocprofiler64": ("rocprofiler", False),
+}
+
+#: header-only libraries: (product, header below an include dir, macro prefix)
+ROCM_HEADERS = (
+    ("rocprim", "rocprim/rocprim_version.hpp", "ROCPRIM_VERSION"),
+    ("hipcub", "hipcub/hipcub_version.hpp", "HIPCUB_VERSION"),
+)
+INCLUDE_DIRS = ("/usr/include", "/usr/local/include", "/opt/rocm*/include")
+
+TOOLS = (
+    ("rocminfo", ("/usr/bin/rocminfo", "/opt/rocm*/bin/rocminfo")),
+    ("rocm-smi", ("/usr/bin/rocm-smi", "/opt/rocm*/bin/rocm-smi")),
+)
+
+ROCM_DIRS = ("/opt/rocm", "/opt/rocm-*")
+_ROCM_DIR_RX = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+)*)$")
+_INFO_RX = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)*)(?:[-.](\S+))?\s*$")
+
+
+def parse_info_version(text: str) -> tuple[str, str | None] | None:
+    """``.info/version`` -> (release, build or None): ``6.2.0`` -> ("6.2.0", None);
+    ``5.7.0-63`` -> ("5.7.0", "63"); ``6.2.0.1`` keeps the point release."""
+    for line in text.splitlines():
+        if line.strip():
+            m = re.match(r"^\s*(\d+\.\d+\.\d+(?:\.\d+)?)(?:-(\S+))?\s*$", line)
+            return (m.group(1), m.group(2)) if m else None
+    return None
+
+
+def parse_rocm_version_h(text: str) -> str | None:
+    d = header_defines(text, ("ROCM_VERSION_MAJOR", "ROCM_VERSION_MINOR", "ROCM_VERSION_PATCH"))
+    parts = [d.get(k) for k in ("ROCM_VERSION_MAJOR", "ROCM_VERSION_MINOR", "ROCM_VERSION_PATCH")]
+    if all(p is not None and p.isdigit() for p in parts):
+        return ".".join(str(int(p)) for p in parts)  # type: ignore[arg-type]
+    return None
+
+
+def _lib_dirs() -> tuple[str, ...]:
+    return (*LIB_DIRS, "/opt/rocm*/lib", "/opt/rocm*/lib64")
+
+
+@dataclass
+class _Install:
+    root: str  # real path
+    links: list[str] = field(default_factory=list)  # /opt/rocm -> root
+    sources: list[tuple[str, str, Evidence]] = field(default_factory=list)  # (what, ver, ev)
+    build: str | None = None
+
+
+@register
+class RocmCollector(Collector):
+    id = "rocm"
+    version = "1"
+    paths = (
+        PathSpec("/opt/rocm*/.info/version", max_size=4096),
+        PathSpec("/opt/rocm*/.info/version-*", max_size=4096),
+        PathSpec("/opt/rocm*/include/rocm-core/rocm_version.h", max_size=64 * 1024),
+        PathSpec("/opt/rocm*/include/rocm_version.h", max_size=64 * 1024),
+        *lib_specs(("librocm-core",), ("/opt/rocm*/lib", "/opt/rocm*/lib64")),
+        *lib_specs(ROCM_LIBRARIES, _lib_dirs()),
+        *(
+            PathSpec(f"{inc}/{header}", max_size=64 * 1024)
+            for _, header, _ in ROCM_HEADERS
+            for inc in INCLUDE_DIRS
+        ),
+        *(PathSpec(p, max_size=0) for _, globs in TOOLS for p in globs),
+        PathSpec("/usr/libexec/rocm_smi/rocm_smi.py", max_size=0),
+    )
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        installs = self._installs(ctx)
+        out: list[Component] = []
+        for inst in installs.values():
+            comp = self._rocm_core(ctx, inst)
+            if comp is not None:
+                out.append(comp)
+        roots = sorted(installs, key=len, reverse=True)
+        out += self._libraries(ctx, roots)
+        out += self._headers(ctx, roots)
+        out += self._tools(ctx, roots)
+        return out
+
+    # -- installs --------------------------------------------------------------------------
+
+    def _installs(self, ctx: CollectContext) -> dict[str, _Install]:
+        fs = ctx.fs
+        found: dict[str, _Install] = {}
+        try:
+            names = fs.listdir("/opt") if fs.is_dir("/opt") else []
+        except (OSError, LookupError):
+            names = []
+        for name in names:
+            if name != "rocm" and not _ROCM_DIR_RX.match(name):
+                continue
+            path = "/opt/" + name
+            try:
+                entry = fs.lookup(path, follow=False)
+                real = fs.realpath(path)
+            except UnsafeArchiveError:
+                continue
+            if not fs.is_dir(real):
+                continue
+            inst = found.setdefault(real, _Install(real))
+            if entry is not None and entry.kind is EntryKind.SYMLINK:
+                inst.links.append(path)
+        for real, inst in found.items():
+            self._read_release(ctx, inst)
+        # a directory that is only a name (no version file, no header, no versioned name)
+        # is not a ROCm install we can describe
+        return {r: i for r, i in found.items() if i.sources or self._has_core_lib(ctx, r)}
+
+    @staticmethod
+    def _has_core_lib(ctx: CollectContext, root: str) -> bool:
+        return bool(
+            real_files(ctx, [f"{root}/lib/librocm-core.so*", f"{root}/lib64/librocm-core.so*"])
+        )
+
+    def _read_release(self, ctx: CollectContext, inst: _Install) -> None:
+        fs = ctx.fs
+        root = inst.root
+        for rel in (".info/version", ".info/version-dev"):
+            path = f"{root}/{rel}"
+            if not fs.is_file(path):
+                continue
+            try:
+                parsed = parse_info_version(fs.read_text(path))
+            except (OSError, LookupError) as e:
+                ctx.unknown(f"cannot read ROCm version file: {e}", path)
+                continue
+            if parsed is None:
+                ctx.unknown("ROCm version file holds no MAJOR.MINOR.PATCH", path)
+                continue
+            rel_ver, build = parsed
+            inst.build = inst.build or build
+            ev = ctx.evidence(EvidenceMethod.VERSION_FILE.value, path, f"{rel}: {rel_ver}")
+            inst.sources.append((rel, rel_ver, ev))
+        for rel in ("include/rocm-core/rocm_version.h", "include/rocm_version.h"):
+            path = f"{root}/{rel}"
+            if not fs.is_file(path):
+                continue
+            try:
+                ver = parse_rocm_version_h(fs.read_text(path))
+            except (OSError, LookupError) as e:
+                ctx.unknown(f"cannot read rocm_version.h: {e}", path)
+                continue
+            if ver is None:
+                continue  # the old wrapper header only includes rocm-core/rocm_version.h
+            ev = ctx.evidence(EvidenceMethod.HEADER.value, path, f"ROCM_VERSION {ver}")
+            inst.sources.append(("rocm_version.h", ver, ev))
+            break
+        m = _ROCM_DIR_RX.match(posixpath.basename(root))
+        if m:
+            ev = ctx.evidence(
+                EvidenceMethod.FILENAME.value, root, f"versioned ROCm directory {m.group(1)}"
+            )
+            inst.sources.append(("directory name", m.group(1), ev))
+
+    def _rocm_core(self, ctx: CollectContext, inst: _Install) -> Component | None:
+        evidence = [ev for _, _, ev in inst.sources]
+        # the directory name is the weakest source: a file inside outranks it
+        files = [(w, v) for w, v, _ in inst.sources if w != "directory name"]
+        named = [(w, v) for w, v, _ in inst.sources if w == "directory name"]
+        ranked = files + named
+        release = ranked[0][1] if ranked else None
+        props: dict[str, str] = {"install": "rocm"}
+        for lib in real_files(
+            ctx, [f"{inst.root}/lib/librocm-core.so*", f"{inst.root}/lib64/librocm-core.so*"]
+        ):
+            fv = soname_version(lib, "librocm-core")
+            evidence.append(
+                ctx.evidence(EvidenceMethod.SONAME.value, lib, f"librocm-core file version {fv}")
+            )
+        if not evidence:
+            return None
+        if release:
+            props["release"] = release
+            others = sorted(
+                {
+                    f"{w} says {v}"
+                    for w, v in ranked
+                    if v != release and not v.startswith(release + ".")
+                }
+            )
+            if others:
+                props["disagreement"] = f"ROCm {release} ({ranked[0][0]}), but " + "; ".join(others)
+        if inst.build:
+            props["build"] = inst.build
+        if inst.links:
+            props["linked-from"] = ", ".join(sorted(inst.links))
+        return observation(
+            ctx,
+            product="rocm-core",
+            version=release,
+            vendor=AMD,
+            stack=STACK,
+            location=inst.root,
+            evidence=evidence,
+            properties=props,
+            type=ComponentType.FRAMEWORK,
+        )
+
+    # -- libraries, headers, tools -----------------------------------------------------------
+
+    @staticmethod
+    def _root_of(path: str, roots: list[str]) -> str | None:
+        for r in roots:
+            if path.startswith(r.rstrip("/") + "/"):
+                return r
+        return None
+
+    def _placement(
+        self, ctx: CollectContext, path: str, roots: list[str]
+    ) -> tuple[dict[str, str], str | None, str | None]:
+        """(properties, package upstream version, evidence detail about the package)."""
+        props: dict[str, str] = {}
+        root = self._root_of(path, roots)
+        owned = owned_version(ctx, path)
+        if root is not None:
+            props["install"] = "rocm"
+            props["rocm-root"] = root
+        elif owned is not None:
+            props["install"] = "distro-package"
+        else:
+            props["install"] = "unmanaged"
+        if owned is None:
+            return props, None, None
+        return props, owned.version, owned.detail
+
+    def _libraries(self, ctx: CollectContext, roots: list[str]) -> list[Component]:
+        out: list[Component] = []
+        dirs = list(LIB_DIRS) + [f"{r}/{d}" for r in roots for d in ("lib", "lib64")]
+        for stem, (product, own_version) in ROCM_LIBRARIES.items():
+            for path in real_files(ctx, [f"{d}/{stem}.so*" for d in dirs]):
+                fv = soname_version(path, stem)
+                props, pkg_ver, pkg_detail = self._placement(ctx, path, roots)
+                if fv:
+                    props["file-version"] = fv
+                # HIP's file name is its version only with all three parts (5.2.21153)
+                if own_version and fv and fv.count(".") == 2:
+                    version: str | None = fv
+                    detail = f"{posixpath.basename(path)}: {product} {fv}"
+                else:
+                    version = pkg_ver
+                    detail = f"{posixpath.basename(path)}" + (
+                        f"; {pkg_detail}" if pkg_detail else ""
+                    )
+                ev = ctx.evidence(EvidenceMethod.SONAME.value, path, detail)
+                out.append(
+                    observation(
+                        ctx,
+                        product=product,
+                        version=version,
+                        vendor=AMD,
+                        stack=STACK,
+                        location=posixpath.dirname(path),
+                        evidence=[ev],
+                        properties=props,
+                    )
+                )
+        return out
+
+    def _headers(self, ctx: CollectContext, roots: list[str]) -> list[Component]:
+        fs = ctx.fs
+        out: list[Component] = []
+        incs = ["/usr/include", "/usr/local/include"] + [f"{r}/include" for r in roots]
+        for product, header, prefix in ROCM_HEADERS:
+            seen: set[str] = set()
+            for inc in incs:
+                path = f"{inc}/{header}"
+                if not fs.is_file(path):
+                    continue
+                real = fs.realpath(path)
+                if real in seen:
+                    continue
+                seen.add(real)
+                try:
+                    d = header_defines(
+                        fs.read_text(real),
+                        (f"{prefix}_MAJOR", f"{prefix}_MINOR", f"{prefix}_PATCH"),
+                    )
+                except (OSError, LookupError) as e:
+                    ctx.unknown(f"cannot read {product} version header: {e}", real)
+                    continue
+                parts = [d.get(f"{prefix}_{k}") for k in ("MAJOR", "MINOR", "PATCH")]
+                if not all(p is not None and p.isdigit() for p in parts):
+                    continue
+                ver = ".".join(str(int(p)) for p in parts)  # type: ignore[arg-type]
+                props, _, pkg_detail = self._placement(ctx, real, roots)
+                detail = f"{prefix}_MAJOR/MINOR/PATCH {ver}" + (
+                    f"; {pkg_detail}" if pkg_detail else ""
+                )
+                ev = ctx.evidence(EvidenceMethod.HEADER.value, real, detail)
+                out.append(
+                    observation(
+                        ctx,
+                        product=product,
+                        version=ver,
+                        vendor=AMD,
+                        stack=STACK,
+                        location=posixpath.dirname(posixpath.dirname(real)),
+                        evidence=[ev],
+                        properties=props,
+                    )
+                )
+        return out
+
+    def _tools(self, ctx: CollectContext, roots: list[str]) -> list[Component]:
+        fs = ctx.fs
+        out: list[Component] = []
+        for product, globs in TOOLS:
+            seen: set[str] = set()
+            for pattern in globs:
+                for path in fs.glob(pattern):
+                    try:
+                        real = fs.realpath(path)
+                    except UnsafeArchiveError:
+                        continue
+                    if real in seen or not fs.is_file(path):
+                        continue
+                    seen.add(real)
+                    props, pkg_ver, pkg_detail = self._placement(ctx, path, roots)
+                    if self._root_of(real, roots) and "rocm-root" not in props:
+                        props["install"] = "rocm"
+                    detail = product + (f"; {pkg_detail}" if pkg_detail else "")
+                    ev = ctx.evidence(EvidenceMethod.FILENAME.value, path, detail)
+                    out.append(
+                        observation(
+                            ctx,
+                            product=product,
+                            version=pkg_ver,
+                            vendor=AMD,
+                            stack=STACK,
+                            location=posixpath.dirname(path),
+                            evidence=[ev],
+                            properties=props,
+                            type=ComponentType.APPLICATION,
+                        )
+                    )
+        return out

@@ -1,0 +1,329 @@
+"""vulkan: Vulkan ICDs (driver manifests) and the Vulkan loader.
+
+A Vulkan driver registers a JSON manifest in an ``icd.d`` directory::
+
+    {"file_format_version": "1.0.0",
+     "ICD": {"library_path": "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so",
+             "api_version": "1.1.230"}}
+
+``library_path`` is absolute, relative to the manifest (when it holds a ``/``),
+or a bare file name the dynamic linker finds. Manifest directories:
+``/usr/share/vulkan/icd.d``, ``/etc/vulkan/icd.d``, ``/usr/local/share/vulkan/icd.d``,
+``/etc/xdg/vulkan/icd.d``, ``/usr/local/nvidia/share/vulkan/icd.d`` (the NVIDIA
+container toolkit's mount point) and the image env ``VK_DRIVER_FILES`` /
+``VK_ICD_FILENAMES`` (replace) and ``VK_ADD_DRIVER_FILES`` (add).
+
+Each driver is one component named after its product (``mesa`` for Mesa's
+lavapipe / RADV / ANV / ..., ``nvidia-vulkan``, ``amdvlk``, ...; the driver itself
+in ``vulkan:driver``) with its version from, in order: the version string the
+library carries (Mesa: ``Mesa 22.3.6``), the NVIDIA file-name version
+(``libGLX_nvidia.so.580.95.05``), the owning package; the manifest's
+``api_version`` is ``vulkan:api-version``. The loader ``libvulkan.so.1`` is
+``vulkan-loader`` with its file-name version (``libvulkan.so.1.3.239``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..fsview.spec import PathSpec
+from ..model import Component, ComponentType, EvidenceMethod
+from . import register
+from .base import CollectContext, Collector
+from .opencl import (
+    LIBRARY_PATHS,
+    find_library,
+    generic_purl,
+    library_dirs,
+    package_label,
+    package_version,
+    scan_bytes,
+    soname_version,
+)
+
+__all__ = ["ICD_DIRS", "VulkanCollector", "parse_manifest"]
+
+ICD_DIRS = (
+    "/usr/share/vulkan/icd.d",
+    "/etc/vulkan/icd.d",
+    "/usr/local/share/vulkan/icd.d",
+    "/etc/xdg/vulkan/icd.d",
+    "/usr/local/nvidia/share/vulkan/icd.d",
+)
+_MANIFEST_MAX = 1024 * 1024
+_LIB_CONTENT = 128 * 1024 * 1024
+_MESA_RX = re.compile(rb"Mesa (\d+\.\d+\.\d+(?:-(?:devel|rc\d+))?)")
+_MESA_CPE = "cpe:2.3:a:mesa3d:mesa:{v}:*:*:*:*:*:*:*"
+_NV = ("nvidia", "NVIDIA Corporation")
+_MESA = ("mesa", "Mesa")
+
+
+@dataclass(frozen=True)
+class _Driver:
+    product: str
+    vendor: str | None
+    supplier: str | None
+    soname_is_version: bool = False
+    embedded: re.Pattern[bytes] | None = None
+    cpe: str | None = None
+    #: the driver's own name when the product is a suite shipping several (Mesa)
+    driver: str | None = None
+
+
+def _mesa(driver: str) -> _Driver:
+    # one Mesa release ships all its drivers (one package on Debian): product "mesa", and the
+    # driver in ``vulkan:driver``, so fusion keeps every driver name on the package
+    return _Driver("mesa", *_MESA, embedded=_MESA_RX, cpe=_MESA_CPE, driver=driver)
+
+
+_DRIVERS: dict[str, _Driver] = {
+    "libvulkan_lvp": _mesa("lavapipe"),
+    "libvulkan_radeon": _mesa("radv"),
+    "libvulkan_intel": _mesa("anv"),
+    "libvulkan_intel_hasvk": _mesa("hasvk"),
+    "libvulkan_nouveau": _mesa("nvk"),
+    "libvulkan_virtio": _mesa("venus"),
+    "libvulkan_freedreno": _mesa("turnip"),
+    "libvulkan_broadcom": _mesa("v3dv"),
+    "libvulkan_panfrost": _mesa("panvk"),
+    "libvulkan_powervr_mesa": _mesa("powervr-vulkan"),
+    "libvulkan_asahi": _mesa("honeykrisp"),
+    "libvulkan_dzn": _mesa("dozen"),
+    "libvulkan_gfxstream": _mesa("gfxstream-vulkan"),
+    "libGLX_nvidia": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
+    "libnvidia-vulkan-producer": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
+    "libEGL_nvidia": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
+    "amdvlk64": _Driver("amdvlk", "amd", "Advanced Micro Devices, Inc."),
+    "amdvlk32": _Driver("amdvlk", "amd", "Advanced Micro Devices, Inc."),
+    "libvk_swiftshader": _Driver("swiftshader", "google", "Google LLC"),
+}
+
+
+def _stem(name: str) -> str:
+    base = posixpath.basename(name)
+    i = base.find(".so")
+    return base[:i] if i > 0 else base
+
+
+def _driver_for(lib: str) -> _Driver:
+    stem = _stem(lib)
+    d = _DRIVERS.get(stem)
+    if d is not None:
+        return d
+    product = stem[3:] if stem.startswith("lib") and len(stem) > 3 else stem
+    return _Driver(product.lower() or "vulkan-icd", None, None)
+
+
+def parse_manifest(text: str) -> tuple[str, str | None, str | None]:
+    """(library_path, api_version, file_format_version) of an ICD manifest; ValueError when it
+    is not one."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("ICD"), dict):
+        raise ValueError("no ICD object")  # noqa: TRY004 - callers catch ValueError
+    icd = doc["ICD"]
+    lib = icd.get("library_path")
+    if not isinstance(lib, str) or not lib.strip():
+        raise ValueError("ICD has no library_path")
+    api = icd.get("api_version")
+    ffv = doc.get("file_format_version")
+    return lib.strip(), str(api) if api is not None else None, str(ffv) if ffv is not None else None
+
+
+@register
+class VulkanCollector(Collector):
+    id = "vulkan"
+    version = "1"
+    paths = (
+        *(PathSpec(d + "/*.json", max_size=_MANIFEST_MAX) for d in ICD_DIRS),
+        # manifests the image env may name elsewhere (VK_DRIVER_FILES=/opt/x/nvidia_icd.json)
+        PathSpec("/**/icd.d/*.json", max_size=_MANIFEST_MAX),
+        PathSpec("/**/*icd*.json", max_size=_MANIFEST_MAX),
+        PathSpec("/**/vulkan/**/*.json", max_size=_MANIFEST_MAX),
+        PathSpec("/**/libvulkan_*.so*", max_size=_LIB_CONTENT),
+        *LIBRARY_PATHS,
+    )
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        env = ctx.target.env
+        dirs = library_dirs(ctx)
+        manifests: list[tuple[str, str | None]] = []  # (path, env override)
+        replace = None
+        for var in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
+            if (env.get(var) or "").strip():
+                replace = f"{var}={env[var].strip()}"
+                manifests += [(p, replace) for p in self._env_manifests(ctx, env[var])]
+                break
+        add = (env.get("VK_ADD_DRIVER_FILES") or "").strip()
+        if add:
+            manifests += [(p, f"VK_ADD_DRIVER_FILES={add}") for p in self._env_manifests(ctx, add)]
+        for d in ICD_DIRS:
+            for p in ctx.fs.glob(d + "/*.json"):
+                manifests.append((p, None))
+        out: list[Component] = []
+        seen: set[str] = set()
+        for path, override in manifests:
+            real = ctx.fs.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            comp = self._from_manifest(ctx, path, dirs, override, replace)
+            if comp is not None:
+                out.append(comp)
+        out.extend(self._loaders(ctx, dirs))
+        return out
+
+    @staticmethod
+    def _env_manifests(ctx: CollectContext, value: str) -> list[str]:
+        out: list[str] = []
+        for item in (x.strip() for x in value.split(":")):
+            if not item.startswith("/"):
+                continue
+            if ctx.fs.is_dir(item):
+                out.extend(ctx.fs.glob(item.rstrip("/") + "/*.json"))
+            elif ctx.fs.exists(item):
+                out.append(item)
+            else:
+                ctx.unknown(
+                    "Vulkan driver manifest named in the image env is absent (or its name does "
+                    "not look like a manifest: not captured)",
+                    item,
+                )
+        return out
+
+    def _from_manifest(
+        self,
+        ctx: CollectContext,
+        path: str,
+        dirs: list[str],
+        override: str | None,
+        replace: str | None,
+    ) -> Component | None:
+        try:
+            lib, api, ffv = parse_manifest(ctx.fs.read_text(path))
+        except Exception as e:  # noqa: BLE001
+            ctx.unknown(f"cannot read Vulkan ICD manifest: {e}", path)
+            return None
+        drv = _driver_for(lib)
+        props = {
+            "stack": "vulkan",
+            "product": drv.product,
+            "vulkan:driver": drv.driver or drv.product,
+            "icd": path,
+            "icd-library": lib,
+        }
+        if api:
+            props["vulkan:api-version"] = api
+        if ffv:
+            props["vulkan:file-format-version"] = ffv
+        if override:
+            props["icd-source"] = override.split("=", 1)[0]
+        elif replace:
+            props["overridden-by"] = replace
+        icd_owner = ctx.owner(path)
+        if icd_owner is not None:
+            props["icd-package"] = package_label(icd_owner) or ""
+        evidence = [
+            ctx.evidence(
+                EvidenceMethod.VERSION_FILE.value,
+                path,
+                f"library_path={lib}" + (f", api_version={api}" if api else ""),
+            )
+        ]
+        if override:
+            evidence.append(ctx.evidence(EvidenceMethod.ENV.value, None, override))
+        found = find_library(ctx, lib, dirs, posixpath.dirname(path))
+        version: str | None = None
+        how: str | None = None
+        if found is None:
+            props["icd-library-missing"] = "true"
+            if icd_owner is not None and drv.vendor is not None and not drv.soname_is_version:
+                version, how = package_version(icd_owner), "package of the manifest"
+        else:
+            real = ctx.fs.realpath(found)
+            props["library"] = real
+            props["location"] = posixpath.dirname(real)
+            sover = soname_version(real)
+            if sover:
+                props["soname-version"] = sover
+            lib_owner = ctx.owner(real)
+            if lib_owner is not None:
+                props["library-package"] = package_label(lib_owner) or ""
+            if drv.embedded is not None:
+                m = scan_bytes(ctx, real, drv.embedded, _LIB_CONTENT)
+                if m is not None:
+                    version, how = m.group(1).decode("ascii", "replace"), "embedded"
+                    evidence.append(
+                        ctx.evidence(
+                            EvidenceMethod.ELF.value, real, m.group(0).decode("ascii", "replace")
+                        )
+                    )
+            if version is None and drv.soname_is_version and sover:
+                version, how = sover, "soname"
+            if version is None and lib_owner is not None:
+                version, how = package_version(lib_owner), "package"
+            if version is None and icd_owner is not None and drv.vendor is not None:
+                version, how = package_version(icd_owner), "package of the manifest"
+            if version is None and drv.vendor is None and sover and sover.count(".") >= 2:
+                version, how = sover, "soname"
+            evidence.append(
+                ctx.evidence(
+                    EvidenceMethod.SONAME.value if sover else EvidenceMethod.FILENAME.value,
+                    real,
+                    posixpath.basename(real),
+                )
+            )
+        if how:
+            props["version-source"] = how
+        return Component(
+            name=drv.product,
+            version=version,
+            type=ComponentType.LIBRARY,
+            purl=generic_purl(drv.vendor, drv.product, version),
+            cpe=drv.cpe.format(v=version) if drv.cpe and version else None,
+            supplier=drv.supplier,
+            properties=props,
+            evidence=evidence,
+            ecosystem="generic",
+        )
+
+    @staticmethod
+    def _loaders(ctx: CollectContext, dirs: list[str]) -> Iterator[Component]:
+        seen: set[str] = set()
+        for d in dirs:
+            path = posixpath.join(d, "libvulkan.so.1")
+            if not ctx.fs.is_file(path):
+                continue
+            real = ctx.fs.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            version = soname_version(real)
+            if version is not None and version.count(".") < 2:
+                version = None  # libvulkan.so.1 itself: no release in the name
+            props = {
+                "stack": "vulkan",
+                "product": "vulkan-loader",
+                "location": posixpath.dirname(real),
+                "library": real,
+            }
+            owner = ctx.owner(real)
+            if owner is not None:
+                props["library-package"] = package_label(owner) or ""
+                if version is None:
+                    version = package_version(owner)
+            yield Component(
+                name="vulkan-loader",
+                version=version,
+                type=ComponentType.LIBRARY,
+                purl=generic_purl("khronos", "vulkan-loader", version),
+                supplier="Khronos Group",
+                properties=props,
+                evidence=[
+                    ctx.evidence(EvidenceMethod.SONAME.value, real, posixpath.basename(real))
+                ],
+                ecosystem="generic",
+            )
