@@ -24,6 +24,7 @@ from debian import deb822
 from packageurl import PackageURL
 
 from ..fsview.spec import PathSpec
+from ..fsview.types import ContentRef
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from . import register
 from .base import CollectContext, Collector
@@ -269,8 +270,16 @@ class DpkgCollector(Collector):
             else:
                 for p in problems:
                     ctx.unknown(f"dpkg status: {p}", STATUS)
-                snaps = history_snapshots(fs, STATUS, lambda c: installed_versions(c.read()))
-                intro = attribute_layers(snaps, {p.key: p.version for p in pkgs})
+                final_versions = {p.key: p.version for p in pkgs}
+                final_entry = fs.lookup(STATUS)
+                final_ref = final_entry.content if final_entry is not None else None
+
+                def versions_of(c: ContentRef) -> dict[tuple[str, str], str]:
+                    # the newest snapshot is the file already parsed above: don't parse it twice
+                    return final_versions if c is final_ref else installed_versions(c.read())
+
+                snaps = history_snapshots(fs, STATUS, versions_of)
+                intro = attribute_layers(snaps, final_versions)
                 final_layer = fs.layer_of(STATUS)
                 for pkg in pkgs:
                     add(pkg, STATUS, intro.get(pkg.key) or final_layer)
