@@ -21,6 +21,43 @@ _FILE_METHODS_EXCLUDED = {"env", "label", "device", "probe"}
 # properties a package keeps as its own when GPU evidence is merged into it
 _PRODUCT_KEYS = ("stack", "product", "product-version", "location")
 
+# comma-separated sets (what a binary was built for): merged as set unions, so a package
+# with several libraries lists all of its targets once
+_SET_KEYS = frozenset(
+    {
+        "cuda:sass",
+        "cuda:ptx",
+        "cuda:ptx-isa",
+        "cuda:lto",
+        "cuda:compressed",
+        "hip:targets",
+        "hip:gfx",
+        "hip:compressed",
+    }
+)
+
+
+def _set_sort_key(item: str) -> tuple[str, int, str]:
+    # sm_90 < sm_90a < sm_100; compute_* likewise; 8.4 < 8.10; other values by text
+    prefix, sep, rest = item.partition("_")
+    if not sep:
+        head, _, tail = item.partition(".")
+        if head.isdigit() and tail.isdigit():
+            return ("", int(head) * 1000 + int(tail), "")
+        return (item, -1, "")
+    digits = ""
+    for ch in rest:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return (prefix, int(digits) if digits else -1, rest[len(digits) :])
+
+
+def union_values(a: str, b: str) -> str:
+    """Union of two comma-separated value sets, sorted (architectures numerically)."""
+    items = {x.strip() for x in f"{a},{b}".split(",") if x.strip()}
+    return ",".join(sorted(items, key=_set_sort_key))
+
 
 def product_of(c: Component) -> Product | None:
     stack = c.properties.get("stack")
@@ -56,12 +93,14 @@ def _merge_into(target: Component, source: Component) -> None:
     for k, v in source.properties.items():
         if k not in target.properties:
             target.properties[k] = v
+        elif k in _SET_KEYS:
+            target.properties[k] = union_values(target.properties[k], v)
         elif target.properties[k] != v and k not in _PRODUCT_KEYS:
             # keep both values visible rather than silently dropping one
             existing = target.properties[k].split(", ")
             if v not in existing:
                 target.properties[k] = ", ".join(sorted({*existing, v}))
-    if source.ecosystem is None or source.ecosystem == "generic":
+    if (source.ecosystem is None or source.ecosystem == "generic") and prod is not None:
         # a package adopting a product: name the product and its version on the package
         target.properties.setdefault("product", source.name)
         if source.version and source.version != target.version:
@@ -126,4 +165,39 @@ def fuse(
         else:
             standalone[k] = obs
             order.append(obs)
-    return packages + order
+    return packages + _adopt_file_facts(order)
+
+
+def _adopt_file_facts(order: list[Component]) -> list[Component]:
+    """Stand-alone observations that name no product (facts about a file, e.g. the GPU
+    targets of a library) merge into the stand-alone product observation with evidence on
+    the same file, when there is exactly one."""
+    by_path: dict[str, list[Component]] = {}
+    for c in order:
+        if product_of(c) is not None:
+            for ev in c.evidence:
+                if ev.path and _file_evidence(ev):
+                    lst = by_path.setdefault(ev.path, [])
+                    if c not in lst:
+                        lst.append(c)
+    if not by_path:
+        return order
+    out: list[Component] = []
+    for c in order:
+        if product_of(c) is None and c.evidence:
+            paths = {ev.path for ev in c.evidence if ev.path and _file_evidence(ev)}
+            hosts = {id(h): h for p in paths for h in by_path.get(p, ())}
+            if len(hosts) == 1 and all(p in by_path for p in paths):
+                host = next(iter(hosts.values()))
+                seen = {(e.collector, e.method, e.path, e.detail) for e in host.evidence}
+                for ev in c.evidence:
+                    if (ev.collector, ev.method, ev.path, ev.detail) not in seen:
+                        host.evidence.append(ev)
+                for key, v in c.properties.items():
+                    if key not in host.properties:
+                        host.properties[key] = v
+                    elif key in _SET_KEYS:
+                        host.properties[key] = union_values(host.properties[key], v)
+                continue
+        out.append(c)
+    return out

@@ -226,11 +226,135 @@ class StackSummary:
         return cls(**d)
 
 
+class ProbeOutcome(str, enum.Enum):
+    """What a smoke-test kernel run came to."""
+
+    PASS = "pass"  # the kernel ran and its result equals the CPU reference
+    FAIL = "fail"  # the kernel ran and its result is wrong (see max_abs_error)
+    ERROR = "error"  # the runtime reported an error (see error_code / error_name)
+    TIMEOUT = "timeout"  # the child process did not finish in time and was killed
+    SKIPPED = "skipped"  # no runtime, no driver, no device, no permission (see reason)
+
+
+@dataclass
+class ProbeResult:
+    """One smoke-test kernel run: one backend (runtime) on one device.
+
+    ``device`` is None for an outcome of the whole backend (its runtime is missing, or
+    enumeration itself failed or hung). ``facts`` are what the runtime reports about
+    the device (keys without the ``gpusbom:`` prefix: ``runtime-version``,
+    ``driver-version``, ``compute-capability``, ``isa``, ``simd-width``,
+    ``max-work-group-size``, ``local-memory-bytes``, ``pci-bus-id``, ``uuid``, ...).
+    ``device_ref`` is the bom-ref of the device component the result is attached to.
+    """
+
+    backend: str  # cuda | opencl | hip | level-zero | sycl | vulkan
+    outcome: str  # a ProbeOutcome value
+    device: str | None = None  # device name as the runtime reports it
+    device_id: str | None = None  # the backend's own index ("0", "1:0" platform:device)
+    kernel: str | None = None
+    reason: str | None = None  # skipped / timeout / error text
+    error_code: int | None = None
+    error_name: str | None = None  # e.g. CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+    max_abs_error: float | None = None
+    seconds: float | None = None  # wall time of the child process
+    facts: dict[str, str] = field(default_factory=dict)
+    device_ref: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``cuda:0``, ``opencl:1:0``, ``hip`` (a backend-level result)."""
+        return self.backend + (f":{self.device_id}" if self.device_id is not None else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
+        return cls(**d)
+
+
 @dataclass
 class ToolInfo:
     name: str = "gpusbom"
     version: str = ""
     collectors: dict[str, str] = field(default_factory=dict)  # id -> collector version
+
+
+@dataclass(frozen=True)
+class AdvisoryMatch:
+    """What an advisory finding adds to a ``Finding`` (``Finding.advisory``).
+
+    ``status``: ``affected`` (the version is in a vendor range), ``review`` (the vendor
+    gives no machine-readable range, or the version cannot be judged: a person must
+    look), ``not-affected`` (a VEX statement says so; ``justification`` says why).
+    """
+
+    advisory: str  # the advisory record id: NVIDIA-5747, INTEL-SA-01274, GHSA-...
+    vulnerability: str  # CVE id (or the advisory id when it has none)
+    status: str  # affected | review | not-affected
+    product: str  # the advisory target matched: nvidia-driver, torch, ...
+    installed_version: str | None = None
+    fixed_version: str | None = None  # the fix for this component (its branch, for drivers)
+    aliases: tuple[str, ...] = ()
+    score: float | None = None
+    score_type: str | None = None  # CVSS_V3_1 | CVSS_V4_0 | CVSS_V3_0
+    vector: str | None = None
+    urls: tuple[str, ...] = ()
+    reason: str | None = None  # why affected / why review
+    justification: str | None = None  # VEX justification for not-affected
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["aliases"] = list(self.aliases)
+        d["urls"] = list(self.urls)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AdvisoryMatch:
+        d = dict(d)
+        d["aliases"] = tuple(d.get("aliases", ()))
+        d["urls"] = tuple(d.get("urls", ()))
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a scan concluded about the target, beyond listing components.
+
+    Generic on purpose: host consistency checks (a user-space driver that does not
+    match the kernel module), health notes and advisories all use it.
+    ``components`` holds bom-refs, ``evidence`` paths inside the target.
+    """
+
+    id: str  # stable rule id, e.g. "host/driver-version-mismatch"
+    kind: str  # consistency | inventory | health | advisory | ...
+    severity: str  # info | low | medium | high | critical
+    title: str
+    detail: str | None = None
+    components: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    # set on advisory findings (kind "advisory"); absent from the JSON otherwise
+    advisory: AdvisoryMatch | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["components"] = list(self.components)
+        d["evidence"] = list(self.evidence)
+        if self.advisory is None:
+            del d["advisory"]
+        else:
+            d["advisory"] = self.advisory.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        d = dict(d)
+        d["components"] = tuple(d.get("components", ()))
+        d["evidence"] = tuple(d.get("evidence", ()))
+        if d.get("advisory") is not None:
+            d["advisory"] = AdvisoryMatch.from_dict(d["advisory"])
+        return cls(**d)
 
 
 @dataclass
@@ -242,6 +366,9 @@ class ScanResult:
     tool: ToolInfo = field(default_factory=ToolInfo)
     timestamp: str | None = None  # ISO 8601; SOURCE_DATE_EPOCH when set
     stacks: list[StackSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    # smoke-test kernel results (gpusbom probe, scan --host --probe); empty otherwise
+    probes: list[ProbeResult] = field(default_factory=list)
 
     def stack_text(self) -> str:
         """One line: "CUDA 13.0.2 (cudart 13.0.96, cuDNN 9.14.0 + 9.19.0.56); ROCm none; ..."."""
@@ -260,8 +387,15 @@ class ScanResult:
     def root_ref(self) -> str:
         return "target:" + (self.target.manifest_digest or self.target.image_id or self.target.reference)
 
+    def probes_for(self, ref: str) -> list[ProbeResult]:
+        """Probe results attached to the component ``ref``, in a stable order."""
+        return sorted(
+            (p for p in self.probes if p.device_ref == ref),
+            key=lambda p: (p.backend, p.device_id or "", p.device or ""),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema": f"gpusbom/scan/{SCHEMA_VERSION}",
             "tool": asdict(self.tool),
             "timestamp": self.timestamp,
@@ -271,6 +405,11 @@ class ScanResult:
             "unknowns": [asdict(u) for u in self.unknowns],
             "stacks": [asdict(st) for st in self.stacks],
         }
+        if self.findings:  # absent when empty: image scans serialise as before
+            out["findings"] = [f.to_dict() for f in self.findings]
+        if self.probes:  # absent when not probed: scans serialise as before
+            out["probes"] = [p.to_dict() for p in self.probes]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScanResult:
@@ -282,4 +421,6 @@ class ScanResult:
             tool=ToolInfo(**d.get("tool", {})),
             timestamp=d.get("timestamp"),
             stacks=[StackSummary.from_dict(x) for x in d.get("stacks", [])],
+            findings=[Finding.from_dict(x) for x in d.get("findings", [])],
+            probes=[ProbeResult.from_dict(p) for p in d.get("probes", [])],
         )

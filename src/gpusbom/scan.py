@@ -154,6 +154,7 @@ def scan(
     limits: Limits | None = None,
     progress: ProgressSink | None = None,
     registry: RegistryOptions | None = None,
+    advisories: bool = True,
 ) -> ScanResult:
     """Scan an image reference (or ``dir:PATH``) and return the model.
 
@@ -183,7 +184,14 @@ def scan(
         target.os_release = read_os_release(fs)
         components, unknowns = run_collectors(fs, target, classes)
     relationships = link_components(components)
+    findings = []
+    if advisories:
+        from .advisories.db import load_bundled
+        from .advisories.matcher import match
+
+        findings = match(components, load_bundled())
     return ScanResult(
+        findings=findings,
         stacks=summarize(components),
         target=target,
         components=components,

@@ -48,11 +48,15 @@ __all__ = [
     "FATBIN_MAGIC",
     "MAX_FATBIN_ENTRIES",
     "CudaTargets",
+    "CudaTargetsBuilder",
+    "EntryHeader",
     "FatbinEntry",
     "cuda_targets",
     "is_fatbin",
     "iter_fatbin",
     "list_fatbin",
+    "parse_container_header",
+    "parse_entry_header",
     "scan_cuda",
 ]
 
@@ -179,41 +183,62 @@ class CudaTargets:
         return not self.entries
 
 
+class CudaTargetsBuilder:
+    """Incremental :func:`cuda_targets`: ``add`` entries one at a time (constant memory per
+    distinct target), then ``build``. Used by the streaming scanner."""
+
+    __slots__ = ("_all64", "_comp", "_containers", "_count", "_isa", "_lto", "_ptx", "_sass")
+
+    def __init__(self) -> None:
+        self._sass: set[str] = set()
+        self._ptx: set[str] = set()
+        self._lto: set[str] = set()
+        self._isa: set[str] = set()
+        self._comp: set[str] = set()
+        self._containers: set[int] = set()
+        self._count = 0
+        self._all64 = True
+
+    @property
+    def entries(self) -> int:
+        return self._count
+
+    def add(self, e: FatbinEntry) -> None:
+        self._count += 1
+        self._containers.add(e.container_offset)
+        self._all64 = self._all64 and e.is_64bit
+        if e.compressed:
+            self._comp.add(e.compression)
+        if e.kind == "elf":
+            self._sass.add(e.target)
+        elif e.kind == "ptx":
+            self._ptx.add(e.target)
+            if e.ptx_isa:
+                self._isa.add(e.ptx_isa)
+        elif e.kind == "nvvm":
+            self._lto.add(e.target)
+
+    def build(self, errors: Iterable[str] = ()) -> CudaTargets:
+        count = self._count
+        return CudaTargets(
+            sass=_sorted_targets(self._sass),
+            ptx=_sorted_targets(self._ptx),
+            lto=_sorted_targets(self._lto),
+            ptx_isa=tuple(sorted(self._isa, key=lambda v: tuple(int(p) for p in v.split(".")))),
+            compressed=tuple(sorted(self._comp)),
+            entries=count,
+            containers=len(self._containers),
+            all_64bit=self._all64 if count else True,
+            errors=tuple(errors),
+        )
+
+
 def cuda_targets(entries: Iterable[FatbinEntry], errors: Iterable[str] = ()) -> CudaTargets:
     """Summarise decoded entries."""
-    sass: set[str] = set()
-    ptx: set[str] = set()
-    lto: set[str] = set()
-    isa: set[str] = set()
-    comp: set[str] = set()
-    containers: set[int] = set()
-    count = 0
-    all64 = True
+    b = CudaTargetsBuilder()
     for e in entries:
-        count += 1
-        containers.add(e.container_offset)
-        all64 = all64 and e.is_64bit
-        if e.compressed:
-            comp.add(e.compression)
-        if e.kind == "elf":
-            sass.add(e.target)
-        elif e.kind == "ptx":
-            ptx.add(e.target)
-            if e.ptx_isa:
-                isa.add(e.ptx_isa)
-        elif e.kind == "nvvm":
-            lto.add(e.target)
-    return CudaTargets(
-        sass=_sorted_targets(sass),
-        ptx=_sorted_targets(ptx),
-        lto=_sorted_targets(lto),
-        ptx_isa=tuple(sorted(isa, key=lambda v: tuple(int(p) for p in v.split(".")))),
-        compressed=tuple(sorted(comp)),
-        entries=count,
-        containers=len(containers),
-        all_64bit=all64 if count else True,
-        errors=tuple(errors),
-    )
+        b.add(e)
+    return b.build(errors)
 
 
 def is_fatbin(head: bytes) -> bool:
@@ -251,6 +276,81 @@ def _variant(flags: int) -> str:
     return ""
 
 
+#: Bytes of a container header and of the fixed part of an entry header.
+CONTAINER_HEADER_SIZE = _CONTAINER.size
+ENTRY_HEADER_MIN = _ENTRY_MIN
+MAX_CONTAINER_HEADER = _MAX_CONTAINER_HEADER
+MAX_ENTRY_HEADER = _MAX_ENTRY_HEADER
+
+
+def parse_container_header(head: bytes) -> tuple[int, int, int, int]:
+    """``(magic, version, header_size, body_size)`` of the 16 bytes at a container start."""
+    magic, version, hsize, body = _CONTAINER.unpack_from(head)
+    return magic, version, hsize, body
+
+
+@dataclass(frozen=True)
+class EntryHeader:
+    """The fields of a fatbin entry header that the decoders use (see the module doc)."""
+
+    kind: int
+    header_size: int
+    payload_size: int
+    compressed_size: int
+    minor: int
+    major: int
+    arch: int
+    flags: int
+    uncompressed_size: int
+
+    @property
+    def is_padding(self) -> bool:
+        """All-zero kind/size fields: the zero padding at the end of a container body."""
+        return self.kind == 0 and self.header_size == 0 and self.payload_size == 0
+
+    def valid_size(self) -> bool:
+        return _ENTRY_MIN <= self.header_size <= _MAX_ENTRY_HEADER
+
+    def entry(self, offset: int, container_offset: int) -> FatbinEntry:
+        comp = _compression(self.flags)
+        return FatbinEntry(
+            kind=_KIND_NAMES.get(self.kind, f"unknown-{self.kind}"),
+            kind_code=self.kind,
+            arch_number=self.arch,
+            variant=_variant(self.flags),
+            version=(self.major, self.minor),
+            flags=self.flags,
+            compression=comp,
+            offset=offset,
+            header_size=self.header_size,
+            payload_size=self.payload_size,
+            compressed_size=self.compressed_size if comp != "none" else 0,
+            uncompressed_size=self.uncompressed_size if comp != "none" else 0,
+            container_offset=container_offset,
+        )
+
+
+def parse_entry_header(head: bytes) -> EntryHeader:
+    """Decode the first 64 bytes of an entry header (``head`` may be longer)."""
+    (
+        kind,
+        _u1,
+        ehs,
+        psize,
+        csize,
+        _opt,
+        minor,
+        major,
+        arch,
+        _noff,
+        _nlen,
+        flags,
+        _u2,
+        usize,
+    ) = _ENTRY.unpack_from(head)
+    return EntryHeader(kind, ehs, psize, csize, minor, major, arch, flags, usize)
+
+
 def iter_fatbin(
     f: BinaryIO, offset: int = 0, size: int | None = None, *, name: str = "<fatbin>"
 ) -> Iterator[FatbinEntry]:
@@ -274,7 +374,7 @@ def iter_fatbin(
             if _skip_zeros(f, pos, end) == end:
                 return
             raise BinaryFormatError(f"{name}: trailing bytes at {pos:#x} are not a fatbin")
-        magic, version, hsize, body = _CONTAINER.unpack(
+        magic, version, hsize, body = parse_container_header(
             read_at(f, pos, _CONTAINER.size, name=name, what="fatbin header")
         )
         if magic != FATBIN_MAGIC:
@@ -300,51 +400,23 @@ def iter_fatbin(
                 if _skip_zeros(f, e, body_end) == body_end:
                     break
                 raise BinaryFormatError(f"{name}: truncated fatbin entry at {e:#x}")
-            (
-                kind,
-                _u1,
-                ehs,
-                psize,
-                csize,
-                _opt,
-                minor,
-                major,
-                arch,
-                _noff,
-                _nlen,
-                flags,
-                _u2,
-                usize,
-            ) = _ENTRY.unpack(read_at(f, e, _ENTRY.size, name=name, what="fatbin entry"))
-            if kind == 0 and ehs == 0 and psize == 0:
+            h = parse_entry_header(read_at(f, e, _ENTRY.size, name=name, what="fatbin entry"))
+            if h.is_padding:
                 # zero padding at the end of a container body
                 if _skip_zeros(f, e, body_end) == body_end:
                     break
                 raise BinaryFormatError(f"{name}: empty fatbin entry at {e:#x}")
-            if not _ENTRY_MIN <= ehs <= _MAX_ENTRY_HEADER:
-                raise BinaryFormatError(f"{name}: fatbin entry header size {ehs} at {e:#x}")
-            nxt = e + ehs + psize
+            if not h.valid_size():
+                raise BinaryFormatError(
+                    f"{name}: fatbin entry header size {h.header_size} at {e:#x}"
+                )
+            nxt = e + h.header_size + h.payload_size
             if nxt > body_end:
                 raise BinaryFormatError(f"{name}: fatbin entry at {e:#x} runs past its container")
             count += 1
             if count > MAX_FATBIN_ENTRIES:
                 raise BinaryFormatError(f"{name}: more than {MAX_FATBIN_ENTRIES} fatbin entries")
-            comp = _compression(flags)
-            yield FatbinEntry(
-                kind=_KIND_NAMES.get(kind, f"unknown-{kind}"),
-                kind_code=kind,
-                arch_number=arch,
-                variant=_variant(flags),
-                version=(major, minor),
-                flags=flags,
-                compression=comp,
-                offset=e,
-                header_size=ehs,
-                payload_size=psize,
-                compressed_size=csize if comp != "none" else 0,
-                uncompressed_size=usize if comp != "none" else 0,
-                container_offset=pos,
-            )
+            yield h.entry(e, pos)
             e = nxt
         pos = body_end
 

@@ -43,13 +43,18 @@ __all__ = [
     "CCOB_MAGIC",
     "MAX_BUNDLE_ENTRIES",
     "BundleEntry",
+    "CcobHeader",
     "HipTargets",
     "OffloadBundle",
     "TargetId",
     "hip_targets",
     "is_bundle",
     "iter_bundles",
+    "ccob_entries",
+    "ccob_header_size",
     "list_bundles",
+    "parse_bundle_header",
+    "parse_ccob_header",
     "parse_target_id",
     "scan_hip",
 ]
@@ -351,9 +356,30 @@ def _skip_zeros(f: BinaryIO, pos: int, end: int) -> int:
     return end
 
 
-def _read_ccob(f: BinaryIO, pos: int, end: int, name: str) -> OffloadBundle:
-    head = read_at(f, pos, min(32, end - pos), name=name, what="compressed bundle header")
+@dataclass(frozen=True)
+class CcobHeader:
+    """A compressed bundle header. ``total_size`` is None for version 1 (no size field)."""
+
+    version: int
+    method: str  # "zlib" or "zstd"
+    header_size: int
+    total_size: int | None
+    uncompressed_size: int
+    hash: int
+
+
+def ccob_header_size(head: bytes) -> int | None:
+    """Header size for the version in ``head`` (8+ bytes from the ``CCOB`` magic), or None."""
     if len(head) < 8:
+        return None
+    (version,) = struct.unpack_from("<H", head, 4)
+    return _CCOB_HEADER.get(version)
+
+
+def parse_ccob_header(head: bytes, *, name: str = "<bundle>", pos: int = 0) -> CcobHeader:
+    """Decode a compressed bundle header (``head`` starts at the magic and holds at least the
+    header size of its version); raises :class:`BinaryFormatError`."""
+    if len(head) < 8 or not head.startswith(CCOB_MAGIC):
         raise BinaryFormatError(f"{name}: compressed bundle header at {pos:#x} is truncated")
     version, method_code = struct.unpack_from("<HH", head, 4)
     hsize = _CCOB_HEADER.get(version)
@@ -364,25 +390,53 @@ def _read_ccob(f: BinaryIO, pos: int, end: int, name: str) -> OffloadBundle:
         raise BinaryFormatError(f"{name}: compression method {method_code} at {pos:#x}")
     if len(head) < hsize:
         raise BinaryFormatError(f"{name}: compressed bundle header at {pos:#x} is truncated")
+    total: int | None
     if version == 1:
         usize, digest = struct.unpack_from("<IQ", head, 8)
-        total = _find_ccob(f, pos + hsize, end) - pos
+        total = None
     elif version == 2:
         total, usize, digest = struct.unpack_from("<IIQ", head, 8)
     else:
         total, usize, digest = struct.unpack_from("<QQQ", head, 8)
+    return CcobHeader(version, method, hsize, total, usize, digest)
+
+
+def parse_bundle_header(
+    read: Callable[[int, int], bytes], limit: int, *, name: str, base: int
+) -> tuple[list[BundleEntry], int]:
+    """Parse an uncompressed bundle header through ``read(off, n)`` (offsets relative to the
+    bundle start; ``limit`` = bytes the bundle may span). Returns (entries, extent)."""
+    return _parse_entries(read, limit, name=name, base=base)
+
+
+def ccob_entries(
+    compressed: bytes, method: str, uncompressed_size: int, *, name: str = "<bundle>"
+) -> list[BundleEntry]:
+    """Entries of a compressed bundle from (a prefix of) its compressed bytes; decompresses
+    only the header, bounded like :func:`iter_bundles`. Raises :class:`BinaryFormatError`."""
+    src = io.BytesIO(compressed)
+    prefix = _Prefix(src, 0, len(compressed), method, uncompressed_size, name)
+    entries, _extent = _parse_entries(prefix, uncompressed_size, name=name, base=0)
+    return entries
+
+
+def _read_ccob(f: BinaryIO, pos: int, end: int, name: str) -> OffloadBundle:
+    head = read_at(f, pos, min(32, end - pos), name=name, what="compressed bundle header")
+    h = parse_ccob_header(head, name=name, pos=pos)
+    hsize = h.header_size
+    total = _find_ccob(f, pos + hsize, end) - pos if h.total_size is None else h.total_size
     if total < hsize or total > end - pos:
         raise BinaryFormatError(f"{name}: compressed bundle at {pos:#x} has size {total}")
-    prefix = _Prefix(f, pos + hsize, total - hsize, method, usize, name)
-    entries, _extent = _parse_entries(prefix, usize, name=name, base=0)
+    prefix = _Prefix(f, pos + hsize, total - hsize, h.method, h.uncompressed_size, name)
+    entries, _extent = _parse_entries(prefix, h.uncompressed_size, name=name, base=0)
     return OffloadBundle(
         offset=pos,
         size=total,
         entries=tuple(entries),
-        compression=method,
-        ccob_version=version,
-        uncompressed_size=usize,
-        hash=digest,
+        compression=h.method,
+        ccob_version=h.version,
+        uncompressed_size=h.uncompressed_size,
+        hash=h.hash,
     )
 
 

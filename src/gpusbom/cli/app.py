@@ -134,6 +134,42 @@ def scan(
             "(blob digests are always verified; this about doubles CPU time).",
         ),
     ] = False,
+    host: Annotated[
+        bool,
+        typer.Option("--host", help="Scan this machine (/): GPUs, drivers, firmware, GPU stack."),
+    ] = False,
+    root: Annotated[
+        Optional[str],
+        typer.Option(
+            "--root",
+            help="Host scan of a mounted node root or a host snapshot (procfs/sysfs from "
+            "ROOT/proc, ROOT/sys).",
+        ),
+    ] = None,
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Option("--paths", help="Host scan: another directory to inventory; repeatable."),
+    ] = None,
+    no_nvml: Annotated[
+        bool, typer.Option("--no-nvml", help="Host scan: do not query NVML.")
+    ] = False,
+    analyze_binaries: Annotated[
+        bool,
+        typer.Option("--analyze-binaries",
+                     help="Host scan: also analyze GPU code in libraries (slow on big nodes)."),
+    ] = False,
+    probe: Annotated[
+        bool,
+        typer.Option("--probe", help="Host scan: also run the smoke-test kernel on every GPU "
+                     "through every runtime found (see gpusbom probe) and attach the results."),
+    ] = False,
+    probe_timeout: Annotated[
+        float, typer.Option("--probe-timeout", help="With --probe: seconds per device (default 20).")
+    ] = 20.0,
+    probe_backend: Annotated[
+        Optional[list[str]],
+        typer.Option("--probe-backend", help="With --probe: only these backends; repeatable."),
+    ] = None,
 ) -> None:
     """Scan a container image or root filesystem and write SBOMs."""
     if debug:
@@ -149,6 +185,24 @@ def scan(
         "registry": registry,
         "limits": Limits(verify_diff_ids=verify_diff_ids),
     }
+    if host or root or paths:
+        if target or image:
+            raise typer.Exit(_fail(UsageError("--host/--root scan a machine: give no image"), debug))
+        scan_kwargs = {
+            "host_root": root or "/",
+            "paths": tuple(paths or ()),
+            "collectors": collector,
+            "use_nvml": not no_nvml,
+            "analyze_binaries": analyze_binaries,
+        }
+        target = f"host:{root or '/'}"
+        if probe:
+            if root not in (None, "/"):
+                raise typer.Exit(_fail(UsageError(
+                    "--probe runs kernels on this machine's GPUs: not with --root"), debug))
+            scan_kwargs["probe"] = {"backends": probe_backend, "timeout": probe_timeout}
+    elif probe:
+        raise typer.Exit(_fail(UsageError("--probe needs --host"), debug))
     code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs)
     raise typer.Exit(code)
 
@@ -200,7 +254,19 @@ def _scan(
         )
         progress = RichProgress() if wants_progress(quiet) else None
         with progress or contextlib.nullcontext():
-            result = do_scan(ref, progress=progress, **scan_kwargs)
+            if "host_root" in scan_kwargs:
+                from ..host import scan_host
+
+                kw = dict(scan_kwargs)
+                probe_opts = kw.pop("probe", None)
+                probing = _start_probe(probe_opts) if probe_opts else None
+                result = scan_host(kw.pop("host_root"), progress=progress, **kw)
+                if probing is not None:
+                    from ..probe import attach_probes
+
+                    attach_probes(result, probing())
+            else:
+                result = do_scan(ref, progress=progress, **scan_kwargs)
         emit(result, specs, options)
         if strict and result.unknowns:
             raise IncompleteError(
@@ -213,6 +279,142 @@ def _scan(
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
         return _fail(exc, debug)
+
+
+@app.command("host-snapshot")
+def host_snapshot(
+    out: Annotated[str, typer.Option("--out", help="Empty or new directory to write.")],
+    root: Annotated[str, typer.Option("--root", help="Root to capture (default /).")] = "/",
+    paths: Annotated[
+        Optional[list[str]], typer.Option("--paths", help="Another directory to inventory.")
+    ] = None,
+    max_bytes: Annotated[
+        int, typer.Option("--max-bytes", help="Bound on captured file content.")
+    ] = 64 << 20,
+    no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not query NVML.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    """Capture exactly the files a host scan reads (no secrets); replay with scan --root OUT."""
+    try:
+        from ..host import snapshot_host
+
+        m = snapshot_host(out, root=root, paths=tuple(paths or ()), max_bytes=max_bytes,
+                          use_nvml=not no_nvml)
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
+    print(f"{out}: {m['files']} files ({m['bytes']} bytes), {m['placeholders']} placeholders, "
+          f"{m['links']} links, {len(m['skipped'])} skipped, nvml={'yes' if m['nvml'] else 'no'}",
+          file=sys.stderr)
+    raise typer.Exit(EXIT_OK)
+
+
+def _start_probe(opts: dict[str, Any]) -> Any:
+    """Start the probe beside the host scan; returns a function that waits for its results."""
+    import concurrent.futures
+
+    from ..probe import run_probes
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    fut = pool.submit(run_probes, opts.get("backends"), timeout=opts.get("timeout", 20.0))
+    pool.shutdown(wait=False)
+    return fut.result
+
+
+@app.command()
+def probe(
+    output: Annotated[
+        Optional[list[str]],
+        typer.Option("--output", "-o", help="FORMAT[=PATH], repeatable (as for scan). Default: table."),
+    ] = None,
+    backend: Annotated[
+        Optional[list[str]],
+        typer.Option("--backend", "-b", help="Only these backends (cuda, hip, level-zero, opencl, "
+                     "sycl, vulkan); repeatable. Default: all."),
+    ] = None,
+    probe_timeout: Annotated[
+        float, typer.Option("--probe-timeout", help="Seconds each device (and each backend's "
+                            "enumeration) may take before it is killed and reported as timeout.")
+    ] = 20.0,
+    require_pass: Annotated[
+        bool, typer.Option("--require-pass", help="Exit 1 when any probe failed, erred or timed out.")
+    ] = False,
+    cyclonedx_version: Annotated[
+        CdxVersion, typer.Option("--cyclonedx-version", help="CycloneDX spec version.")
+    ] = CdxVersion.v16,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    """Run a small kernel on every GPU through every runtime found, and record the evidence.
+
+    Each (backend, device) runs in its own child process with a deadline; outcomes are
+    pass, fail (wrong result), error (runtime error code), timeout and skipped.
+    """
+    import time
+
+    try:
+        from ..probe import probe_failures, probe_scan, run_probes
+        from ..scan import scan_timestamp
+        from ..writers import WriterOptions
+        from .output import emit, parse_outputs
+
+        specs = parse_outputs(output)
+        t0 = time.perf_counter()
+        try:
+            results = run_probes(backend, timeout=probe_timeout)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        elapsed = time.perf_counter() - t0
+        result = probe_scan(results, timestamp=scan_timestamp())
+        emit(result, specs, WriterOptions(
+            cyclonedx_version=cyclonedx_version.value,
+            color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
+        ))
+        if not quiet:
+            devices = [r for r in results if r.device is not None]
+            counts: dict[str, int] = {}
+            for r in results:
+                counts[r.outcome] = counts.get(r.outcome, 0) + 1
+            print(f"gpusbom probe: {len(devices)} device probe(s) in {elapsed:.2f} s: "
+                  + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())), file=sys.stderr)
+        bad = probe_failures(results)
+        code = EXIT_POLICY if require_pass and bad else EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        code = _fail(exc, debug)
+    raise typer.Exit(code)
+
+
+advisories_app = typer.Typer(
+    help="The advisory database (bundled snapshot): list and show records.",
+    no_args_is_help=True,
+)
+app.add_typer(advisories_app, name="advisories")
+
+
+@advisories_app.command("list")
+def advisories_list() -> None:
+    """One line per advisory: id, date, vendor, CVEs, title."""
+    from ..advisories.db import load_bundled
+
+    db = load_bundled()
+    for a in db:
+        cves = ",".join(v.id for v in a.vulnerabilities)
+        print(f"{a.id}\t{a.published[:10]}\t{a.vendor}\t{cves}\t{a.title}")
+    print(f"{len(db)} advisories ({db.source}, data as of {db.built or db.newest})")
+
+
+@advisories_app.command("show")
+def advisories_show(
+    ident: Annotated[str, typer.Argument(help="Advisory id or CVE.")],
+) -> None:
+    """The record of one advisory (by id or CVE) as JSON."""
+    import json as _json
+
+    from ..advisories.db import load_bundled
+
+    a = load_bundled().get(ident)
+    if a is None:
+        raise typer.Exit(_fail(UsageError(f"no advisory {ident!r} in the database"), False))
+    print(_json.dumps(a.raw, indent=2, ensure_ascii=False))
 
 
 @app.command()

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import BinaryIO
+from collections.abc import Sequence
+from typing import Any, BinaryIO
 
 from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
 from ..model import LayerRef
 from .decompress import open_decompressed
-from .spec import PathMatcher
+from .spec import AnalyzerFactory, PathMatcher
 from .tarstream import iter_tar
-from .types import ContentRef, Entry, EntryKind, LayerIndex, Limits, ProgressSink, Spool
+from .types import (
+    ContentRef,
+    Entry,
+    EntryKind,
+    LayerIndex,
+    Limits,
+    ProgressSink,
+    Spool,
+    StreamAnalyzer,
+)
 
 SPOOL_CHUNK = 1 << 20
+STREAM_CHUNK = 4 << 20  # member data handed to stream analyzers per call
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 
@@ -69,9 +80,70 @@ def _digest_alg(expected: str | None) -> str:
     return alg
 
 
-def _spool_file(member: object, size: int, spool: Spool, limits: Limits) -> ContentRef | None:
-    """Copy member data to a new spool file; None when the spool budget is spent."""
+class Analyzers:
+    """The stream analyzers of one file: fed together, closed into one merged result.
+
+    An analyzer that raises is dropped (its error goes into the result) so that one bad
+    analyzer cannot fail a layer."""
+
+    __slots__ = ("_live", "_errors")
+
+    def __init__(self, factories: Sequence[AnalyzerFactory]) -> None:
+        self._live: list[StreamAnalyzer] = []
+        self._errors: list[str] = []
+        for f in factories:
+            try:
+                self._live.append(f())
+            except Exception as exc:  # noqa: BLE001 - isolation
+                self._errors.append(f"{getattr(f, '__name__', f)!s}: {exc!r}")
+
+    def feed(self, chunk: bytes) -> None:
+        for a in self._live:
+            try:
+                a.feed(chunk)
+            except Exception as exc:  # noqa: BLE001 - isolation
+                self._errors.append(f"{type(a).__name__}: {exc!r}")
+                self._live = [x for x in self._live if x is not a]
+
+    def close(self) -> dict[str, Any] | None:
+        out: dict[str, Any] = {}
+        for a in self._live:
+            try:
+                r = a.close()
+            except Exception as exc:  # noqa: BLE001 - isolation
+                self._errors.append(f"{type(a).__name__}: {exc!r}")
+                continue
+            if r:
+                out.update(r)
+        if self._errors:
+            out["analyzer_errors"] = self._errors[:8]
+        return out or None
+
+
+def _analyze_member(member: Any, size: int, analyzers: Analyzers) -> None:
+    """Feed all of a member's data to ``analyzers`` (nothing is kept)."""
+    left = size
+    read = member.read
+    while left > 0:
+        chunk = read(min(STREAM_CHUNK, left))
+        if not chunk:
+            break
+        analyzers.feed(chunk)
+        left -= len(chunk)
+
+
+def _spool_file(
+    member: object,
+    size: int,
+    spool: Spool,
+    limits: Limits,
+    analyzers: Analyzers | None = None,
+) -> ContentRef | None:
+    """Copy member data to a new spool file; None when the spool budget is spent (the data
+    is then still fed to ``analyzers``)."""
     if spool.bytes + size > limits.max_spool_bytes:
+        if analyzers is not None:
+            _analyze_member(member, size, analyzers)
         return None
     path = spool.new_path()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -83,6 +155,8 @@ def _spool_file(member: object, size: int, spool: Spool, limits: Limits) -> Cont
             while left > 0:
                 chunk = read(min(SPOOL_CHUNK, left))
                 out.write(chunk)
+                if analyzers is not None:
+                    analyzers.feed(chunk)
                 left -= len(chunk)
     except BaseException:
         try:
@@ -179,8 +253,22 @@ def read_layer(
                         entries.pop(path, None)
                     continue
                 content: ContentRef | None = None
+                analysis: dict[str, Any] | None = None
                 fsize = m.size
-                if not m.sparse and fsize <= spec.max_size:
+                factories = spec.stream
+                if factories is not None and not m.sparse:
+                    # a stream analyzer sees every byte once, captured or not
+                    an = Analyzers(spec.analyzers)
+                    if fsize <= spec.max_size and fsize <= max_mem:
+                        data = m.read(fsize)
+                        content = ContentRef(data=data)
+                        an.feed(data)
+                    elif fsize <= spec.max_size:
+                        content = _spool_file(m, fsize, spool, limits, an)
+                    else:
+                        _analyze_member(m, fsize, an)
+                    analysis = an.close()
+                elif not m.sparse and fsize <= spec.max_size:
                     if fsize <= max_mem:
                         content = ContentRef(data=m.read(fsize))
                     else:
@@ -198,6 +286,7 @@ def read_layer(
                     gid=m.gid,
                     mtime=m.mtime,
                     history=spec.history,
+                    analysis=analysis,
                 )
             elif kind is _HARDLINK:
                 target = normalize_path(m.linkname, name, "hard link target")
@@ -224,6 +313,7 @@ def read_layer(
                     gid=m.gid,
                     mtime=m.mtime,
                     history=spec.history if spec is not None else False,
+                    analysis=tgt.analysis if tgt is not None and tgt.kind is _FILE else None,
                 )
             else:
                 # dirs, symlinks, devices / fifos: always kept (links resolve through them)

@@ -16,7 +16,14 @@ Glob syntax, on absolute image paths:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from .types import StreamAnalyzer
+
+AnalyzerFactory = Callable[[], "StreamAnalyzer"]
 
 DEFAULT_MAX_SIZE = 64 * 1024 * 1024
 
@@ -29,11 +36,23 @@ class PathSpec:
     not only the final one (package databases use it to find the layer that
     introduced a package).
     ``max_size``: larger files are recorded, but their content is not kept.
+    ``stream``: a factory (or a tuple of factories) of ``StreamAnalyzer``: each matched
+    regular file's data is fed to a fresh analyzer as the layer streams, whatever its size
+    (``max_size=0`` analyzes without keeping anything); results land in ``Entry.analysis``.
     """
 
     pattern: str
     history: bool = False
     max_size: int = DEFAULT_MAX_SIZE
+    stream: Union[AnalyzerFactory, tuple[AnalyzerFactory, ...], None] = None
+
+    @property
+    def analyzers(self) -> tuple[AnalyzerFactory, ...]:
+        """The stream analyzer factories, as a tuple (empty when none)."""
+        s = self.stream
+        if s is None:
+            return ()
+        return s if isinstance(s, tuple) else (s,)
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -212,10 +231,12 @@ class PathMatcher:
             return None
         if len(hits) == 1:
             return hits[0]
+        factories = tuple(dict.fromkeys(f for h in hits for f in h.analyzers))
         return PathSpec(
             pattern=hits[0].pattern,
             history=any(h.history for h in hits),
             max_size=max(h.max_size for h in hits),
+            stream=factories or None,
         )
 
     def __bool__(self) -> bool:

@@ -7,9 +7,22 @@ import io
 import os
 from array import array
 from dataclasses import dataclass, field
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ..model import LayerRef
+
+
+class StreamAnalyzer(Protocol):
+    """Looks at a matched file's bytes as the layer streams (see ``PathSpec.stream``).
+
+    ``feed`` gets consecutive chunks of the file's data, in order, once; ``close`` returns a
+    small JSON-able result (or None), stored as ``Entry.analysis``. Implementations must be
+    cheap (C-speed scans, small state), bounded, and must not raise for any input.
+    """
+
+    def feed(self, chunk: bytes) -> None: ...
+
+    def close(self) -> dict[str, Any] | None: ...
 
 
 class EntryKind(enum.Enum):
@@ -82,6 +95,7 @@ class Entry:
     gid: int = 0
     mtime: int = 0
     history: bool = False  # the matching PathSpec asked for per-layer history
+    analysis: dict[str, Any] | None = None  # merged results of the spec's stream analyzers
 
 
 @dataclass

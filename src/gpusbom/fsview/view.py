@@ -16,7 +16,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import UnsafeArchiveError
 from ..model import LayerRef
@@ -209,6 +209,21 @@ class FsView:
 
     def open(self, path: str) -> BinaryIO:
         return self._content(path).open()
+
+    def analysis(self, path: str) -> dict[str, Any] | None:
+        """What the stream analyzers of the matching ``PathSpec`` found in the file at
+        ``path`` (links resolved), or None (no analyzer, nothing found, or no such file)."""
+        try:
+            e = self.lookup(path)
+        except UnsafeArchiveError:
+            return None
+        if e is None:
+            return None
+        if e.analysis is None and e.kind is _HARDLINK:
+            target = self._entries.get(e.linkname or "")
+            if target is not None and target.kind is _FILE:
+                return target.analysis
+        return e.analysis
 
     # -- listing ---------------------------------------------------------------------------------
 
@@ -447,7 +462,7 @@ class _DirWalker:
                     spec = match(p) if match is not None else None
                     if spec is None:
                         continue
-                    self._capture(dfd, name, p, spec.max_size, spec.history)
+                    self._capture(dfd, name, p, spec.max_size, spec.history, spec.analyzers)
                 else:
                     st = d.stat(follow_symlinks=False)
                     self._keep(
@@ -468,13 +483,22 @@ class _DirWalker:
                 else:
                     raise
 
-    def _capture(self, dfd: int, name: str, path: str, max_size: int, history: bool) -> None:
+    def _capture(
+        self,
+        dfd: int,
+        name: str,
+        path: str,
+        max_size: int,
+        history: bool,
+        factories: tuple[Any, ...] = (),
+    ) -> None:
         fd = os.open(name, self._FILE_FLAGS, dir_fd=dfd)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return  # swapped for something else after scandir
             size = st.st_size
+            analysis = _analyze_fd(fd, size, factories) if factories else None
             content: ContentRef | None = None
             if size <= max_size:
                 limits = self.limits
@@ -496,10 +520,27 @@ class _DirWalker:
                     gid=st.st_gid,
                     mtime=int(st.st_mtime),
                     history=history,
+                    analysis=analysis,
                 )
             )
         finally:
             os.close(fd)
+
+
+def _analyze_fd(fd: int, size: int, factories: tuple[Any, ...]) -> dict[str, Any] | None:
+    """Feed the file open on ``fd`` (up to its fstat ``size``) to fresh analyzers, with
+    ``pread`` (the file offset stays where it is for the capture that follows)."""
+    from .layer import STREAM_CHUNK, Analyzers
+
+    an = Analyzers(factories)
+    off = 0
+    while off < size:
+        b = os.pread(fd, min(STREAM_CHUNK, size - off), off)
+        if not b:
+            break
+        an.feed(b)
+        off += len(b)
+    return an.close()
 
 
 def _read_fd(fd: int, limit: int) -> bytes:

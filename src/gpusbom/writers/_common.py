@@ -167,3 +167,10 @@ def stack_properties(result: ScanResult) -> list[tuple[str, str]]:
         for i, note in enumerate(st.notes, 1):
             out.append((prop(f"stack:{st.stack}:note:{i}"), note))
     return out
+
+
+def finding_text(f: object) -> str:
+    """One line for a finding: ``[severity] id: title (refs)``."""
+    refs = ", ".join(getattr(f, "components", ()) or ())
+    return (f"[{getattr(f, 'severity', '')}] {getattr(f, 'id', '')}: {getattr(f, 'title', '')}"
+            + (f" ({refs})" if refs else ""))

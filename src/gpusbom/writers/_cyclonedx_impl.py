@@ -23,6 +23,20 @@ from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
 from cyclonedx.model.dependency import Dependency
 from cyclonedx.model.license import DisjunctiveLicense, License, LicenseExpression
 from cyclonedx.model.tool import ToolRepository
+from cyclonedx.model.impact_analysis import ImpactAnalysisAffectedStatus, ImpactAnalysisState
+from cyclonedx.model.vulnerability import (
+    BomTarget,
+    BomTargetVersionRange,
+    Vulnerability,
+    VulnerabilityAdvisory,
+    VulnerabilityAnalysis,
+    VulnerabilityRating,
+    VulnerabilityReference,
+    VulnerabilityScoreSource,
+    VulnerabilitySeverity,
+    VulnerabilitySource,
+)
+from cyclonedx.model import XsUri
 from cyclonedx.output import make_outputter
 from cyclonedx.schema import OutputFormat, SchemaVersion
 from packageurl import PackageURL
@@ -33,10 +47,11 @@ except ImportError:  # pragma: no cover - older releases
     from cyclonedx.factory.license import LicenseFactory  # type: ignore[no-redef,unused-ignore]
 
 from ..errors import UsageError
-from ..model import Component, ComponentType, Evidence, ScanResult
+from ..model import Component, ComponentType, Evidence, Finding, ScanResult
 from ._common import (
     cpe_kind,
     document_uuid,
+    finding_text,
     one_line,
     parse_timestamp,
     prop,
@@ -48,6 +63,7 @@ from ._common import (
     target_version,
     unknown_text,
 )
+from ._probes import component_probe_pairs, document_probe_pairs
 from .base import WriterOptions
 
 SCHEMA_VERSIONS = {"1.5": SchemaVersion.V1_5, "1.6": SchemaVersion.V1_6}
@@ -300,8 +316,14 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
     for i, unk in enumerate(sorted_unknowns(result), 1):
         meta_props.append(Property(name=prop(f"unknown:{i}"),
                                    value=unknown_text(unk.collector, unk.reason, unk.path)))
+    # advisory findings are CycloneDX vulnerabilities (below), not metadata properties
+    for i, fnd in enumerate((f for f in result.findings if f.kind != "advisory"), 1):
+        meta_props.append(Property(name=prop(f"finding:{i}"), value=finding_text(fnd)))
     for cid, cver in sorted(result.tool.collectors.items()):
         meta_props.append(Property(name=prop(f"collector:{cid}:version"), value=cver))
+
+    for name, value in document_probe_pairs(result):
+        meta_props.append(Property(name=name, value=value))
 
     tool = CdxComponent(
         type=CdxComponentType.APPLICATION,
@@ -313,6 +335,10 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
         _to_cdx_component(c, spec, sorted(contained_by.get(c.bom_ref, [])))
         for c in sorted(result.components, key=lambda c: c.bom_ref)
     ]
+    if result.probes:  # probe evidence as gpusbom:probe:* properties on the device component
+        for cc in components:
+            pairs = component_probe_pairs(result, str(cc.bom_ref.value))
+            cc.properties.update(Property(name=n, value=v) for n, v in pairs)
     dependencies = [
         Dependency(ref=BomRef(root_ref), dependencies=[Dependency(ref=BomRef(r)) for r in sorted(top)])
     ] + [
@@ -330,7 +356,80 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
         metadata=metadata,
         components=components,
         dependencies=dependencies,
+        vulnerabilities=_vulnerabilities(result, refs),
     )
+
+
+_SCORE_METHODS = {
+    "CVSS_V3_0": VulnerabilityScoreSource.CVSS_V3,
+    "CVSS_V3_1": VulnerabilityScoreSource.CVSS_V3_1,
+    "CVSS_V4_0": VulnerabilityScoreSource.CVSS_V4,
+}
+_STATES = {
+    "affected": (ImpactAnalysisState.EXPLOITABLE, ImpactAnalysisAffectedStatus.AFFECTED),
+    "review": (ImpactAnalysisState.IN_TRIAGE, ImpactAnalysisAffectedStatus.UNKNOWN),
+    "not-affected": (ImpactAnalysisState.NOT_AFFECTED, ImpactAnalysisAffectedStatus.UNAFFECTED),
+}
+
+
+def _vulnerability(f: Finding, refs: set[str]) -> Vulnerability | None:
+    a = f.advisory
+    if a is None:
+        return None
+    affects_refs = [r for r in f.components if r in refs]
+    if not affects_refs:
+        return None
+    state, vstatus = _STATES.get(a.status, (ImpactAnalysisState.IN_TRIAGE,
+                                            ImpactAnalysisAffectedStatus.UNKNOWN))
+    urls = [u for u in a.urls if u.startswith("https://")]
+    source = VulnerabilitySource(name=a.advisory, url=XsUri(urls[0]) if urls else None)
+    ratings = []
+    if a.score is not None:
+        sev = VulnerabilitySeverity(f.severity) if f.severity in {
+            x.value for x in VulnerabilitySeverity} else VulnerabilitySeverity.UNKNOWN
+        ratings.append(VulnerabilityRating(
+            source=source, score=Decimal(str(a.score)), severity=sev,
+            method=_SCORE_METHODS.get(a.score_type or "", VulnerabilityScoreSource.OTHER),
+            vector=a.vector,
+        ))
+    props = [Property(name=prop("advisory:status"), value=a.status),
+             Property(name=prop("advisory:product"), value=a.product)]
+    if a.installed_version:
+        props.append(Property(name=prop("advisory:installed-version"), value=a.installed_version))
+    if a.fixed_version:
+        props.append(Property(name=prop("advisory:fixed-version"), value=a.fixed_version))
+    for p in f.evidence:
+        props.append(Property(name=prop("path"), value=p))
+    return Vulnerability(
+        bom_ref=f"vuln:{a.vulnerability}:{a.advisory}:{affects_refs[0]}",
+        id=a.vulnerability,
+        source=source,
+        references=[VulnerabilityReference(id=x, source=VulnerabilitySource(name=a.advisory))
+                    for x in a.aliases],
+        ratings=ratings,
+        description=f.title,
+        detail=f.detail,
+        recommendation=(f"upgrade to {a.fixed_version}" if a.fixed_version else None),
+        advisories=[VulnerabilityAdvisory(url=XsUri(u), title=a.advisory) for u in urls],
+        analysis=VulnerabilityAnalysis(state=state, detail=a.justification or a.reason),
+        affects=[
+            BomTarget(ref=r, versions=[BomTargetVersionRange(
+                version=a.installed_version, status=vstatus)] if a.installed_version else None)
+            for r in affects_refs
+        ],
+        properties=props,
+    )
+
+
+def _vulnerabilities(result: ScanResult, refs: set[str]) -> list[Vulnerability]:
+    out = []
+    for f in result.findings:
+        if f.kind != "advisory":
+            continue
+        v = _vulnerability(f, refs)
+        if v is not None:
+            out.append(v)
+    return out
 
 
 def _schema(options: WriterOptions) -> SchemaVersion:

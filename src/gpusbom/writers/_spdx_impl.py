@@ -7,6 +7,7 @@ from typing import TextIO
 
 from spdx_tools.common.spdx_licensing import spdx_licensing  # type: ignore[import-untyped,unused-ignore]
 from spdx_tools.spdx.model.actor import Actor, ActorType
+from spdx_tools.spdx.model.annotation import Annotation, AnnotationType
 from spdx_tools.spdx.model.document import CreationInfo, Document
 from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
 from spdx_tools.spdx.model.package import (
@@ -25,10 +26,12 @@ from spdx_tools.spdx.writer.json import json_writer
 from spdx_tools.spdx.writer.tagvalue import tagvalue_writer
 
 from ..errors import GpusbomError
-from ..model import Component, ComponentType, ScanResult
+from ._probes import document_probe_pairs, keyed, probe_pairs
+from ..model import Component, ComponentType, Finding, ScanResult
 from ._common import (
     cpe_kind,
     document_uuid,
+    finding_text,
     one_line,
     parse_timestamp,
     prop,
@@ -243,6 +246,33 @@ def _root_package(result: ScanResult, sid: str) -> Package:
     )
 
 
+def _add_advisories(result: ScanResult, packages: list[Package], comps: list[Component]) -> None:
+    """Each advisory finding: a SECURITY/advisory external reference (the advisory URL) and
+    a comment line on the affected package."""
+    by_ref: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        if f.kind == "advisory" and f.advisory is not None:
+            for r in f.components:
+                by_ref.setdefault(r, []).append(f)
+    for pkg, c in zip(packages, comps):
+        lines: list[str] = []
+        for f in by_ref.get(c.bom_ref, []):
+            a = f.advisory
+            assert a is not None
+            lines.append(
+                f"{prop('advisory')}={a.vulnerability} ({a.advisory}) {a.status}; "
+                f"severity {f.severity}; fixed {a.fixed_version or '-'}"
+            )
+            for u in a.urls[:1]:
+                ref = ExternalPackageRef(ExternalPackageRefCategory.SECURITY, "advisory", u)
+                if ref not in pkg.external_references and not validate_external_package_ref(
+                    ref, pkg.spdx_id, SPDX_VERSION
+                ):
+                    pkg.external_references.append(ref)
+        if lines:
+            pkg.comment = "\n".join([pkg.comment or "", *lines]).strip("\n")
+
+
 def build_document(result: ScanResult) -> Document:
     """The scan result as an spdx-tools ``Document`` (deterministic for the same result)."""
     ids = _Ids()
@@ -257,6 +287,7 @@ def build_document(result: ScanResult) -> Document:
     packages = [_root_package(result, root_id)] + [
         _package(c, ids.get(c.bom_ref), licref_names) for c in comps
     ]
+    _add_advisories(result, packages[1:], comps)
 
     rels: set[tuple[str, RelationshipType, str]] = {(DOCUMENT_ID, RelationshipType.DESCRIBES, root_id)}
     for c in comps:
@@ -268,6 +299,19 @@ def build_document(result: ScanResult) -> Document:
         doc_notes.append(f"{name}={value}")
     for i, unk in enumerate(sorted_unknowns(result), 1):
         doc_notes.append(f"{prop(f'unknown:{i}')}={unknown_text(unk.collector, unk.reason, unk.path)}")
+    # advisory findings are written as gpusbom:advisory:N (below)
+    for i, fnd in enumerate((f for f in result.findings if f.kind != "advisory"), 1):
+        doc_notes.append(f"{prop(f'finding:{i}')}={finding_text(fnd)}")
+    for i, f in enumerate(
+        (f for f in result.findings if f.kind == "advisory" and f.advisory is not None), 1
+    ):
+        a = f.advisory
+        assert a is not None
+        doc_notes.append(
+            f"{prop(f'advisory:{i}')}={a.vulnerability} {a.advisory} {a.status} "
+            f"severity={f.severity} component={','.join(f.components)} "
+            f"version={a.installed_version or '-'} fixed={a.fixed_version or '-'}"
+        )
     for rel in result.relationships:
         kind = {"depends-on": RelationshipType.DEPENDS_ON, "contains": RelationshipType.CONTAINS}.get(rel.type)
         if kind is None or rel.source not in refs or rel.target not in refs:
@@ -304,7 +348,27 @@ def build_document(result: ScanResult) -> Document:
         packages=packages,
         relationships=relationships,
         extracted_licensing_info=extracted,
+        annotations=_probe_annotations(result, ids, tool),
     )
+
+
+def _probe_annotations(result: ScanResult, ids: _Ids, tool: str) -> list[Annotation]:
+    """Probe results as SPDX annotations: on the device's package, or on the document."""
+    if not result.probes:
+        return []
+    when = parse_timestamp(result.timestamp)
+    refs = {c.bom_ref for c in result.components}
+    out: list[Annotation] = []
+    for ref in sorted({p.device_ref for p in result.probes if p.device_ref in refs}):
+        for key, p in keyed(result.probes_for(ref)):  # type: ignore[arg-type]
+            text = "\n".join(f"{n}={v}" for n, v in probe_pairs(p, key))
+            out.append(Annotation(ids.get(ref), AnnotationType.OTHER, Actor(ActorType.TOOL, tool),
+                                  when, text))
+    doc_pairs = document_probe_pairs(result)
+    if doc_pairs:
+        out.append(Annotation(DOCUMENT_ID, AnnotationType.OTHER, Actor(ActorType.TOOL, tool), when,
+                              "\n".join(f"{n}={v}" for n, v in doc_pairs)))
+    return out
 
 
 _TEXT_END = "</text>"
@@ -318,6 +382,8 @@ def _tv_text(value: str | None) -> str | None:
 def _for_tag_value(doc: Document) -> Document:
     ci = doc.creation_info
     ci.document_comment = _tv_text(ci.document_comment)
+    for a in doc.annotations:
+        a.annotation_comment = _tv_text(a.annotation_comment) or a.annotation_comment
     for p in doc.packages:
         p.description = _tv_text(p.description)
         p.comment = _tv_text(p.comment)

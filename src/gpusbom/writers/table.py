@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..model import Component, ScanResult
 from . import register
+from ._probes import probe_detail, probe_facts_text
 from .base import Writer, WriterOptions
 
 
@@ -146,5 +147,69 @@ class TableWriter(Writer):
             for unk in sorted(result.unknowns, key=lambda x: (x.collector, x.path or "", x.reason)):
                 where = f" ({unk.path})" if unk.path else ""
                 console.print(Text(f"  - {unk.collector}: {unk.reason}{where}"))
+        general = [f for f in result.findings if f.kind != "advisory"]  # advisories: own table
+        if general:
+            console.print(Text(""))
+            console.print(Text(f"Findings ({len(general)}):", style=bold))
+            for fnd in general:
+                console.print(Text(f"  - [{fnd.severity}] {fnd.title} ({fnd.id})"))
+                if fnd.detail:
+                    console.print(Text(f"      {fnd.detail}"))
+        _advisory_table(console, result, bold)
+        _probe_table(console, result, bold)
         # rich pads every line to the console width; people and diffs want no trailing blanks
         out.write("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+
+
+def _probe_table(console: Console, result: ScanResult, bold: str) -> None:
+    """Smoke-test probe results: one row per (backend, device), then backend-level rows."""
+    if not result.probes:
+        return
+    console.print(Text(""))
+    table = Table(box=box.SIMPLE_HEAD, header_style=bold or None, pad_edge=False)
+    for col in ("BACKEND", "DEVICE", "OUTCOME", "DETAIL", "TIME", "FACTS"):
+        table.add_column(col, no_wrap=col in ("BACKEND", "OUTCOME", "TIME"), overflow="fold")
+    rows = sorted(result.probes, key=lambda p: (p.device is None, p.backend, p.device_id or ""))
+    for p in rows:
+        table.add_row(
+            Text(p.label), Text(p.device or "-"), Text(p.outcome), Text(probe_detail(p)),
+            Text(f"{p.seconds:.2f} s" if p.seconds is not None else "-"), Text(probe_facts_text(p)),
+        )
+    console.print(Text("Probe (tiled FP32 matmul, N=100, exact compare):", style=bold))
+    console.print(table)
+    counts: dict[str, int] = {}
+    for p in result.probes:
+        counts[p.outcome] = counts.get(p.outcome, 0) + 1
+    console.print(Text("probes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())),
+                       style=bold))
+
+
+def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
+    """Advisory findings (``Finding.kind == "advisory"``): affected first, then review."""
+    found = [f for f in result.findings if f.kind == "advisory" and f.advisory is not None]
+    if not found:
+        return
+    names = {c.bom_ref: c.name for c in result.components}
+    console.print(Text(""))
+    table = Table(box=box.SIMPLE_HEAD, header_style=bold or None, pad_edge=False)
+    for col in ("VULNERABILITY", "ADVISORY", "SEVERITY", "STATUS", "COMPONENT", "VERSION",
+                "FIXED IN", "PATH"):
+        table.add_column(col, no_wrap=col != "PATH", overflow="fold")
+    order = {"affected": 0, "review": 1, "not-affected": 2}
+    for f in sorted(found, key=lambda f: order.get(f.advisory.status if f.advisory else "", 3)):
+        a = f.advisory
+        assert a is not None
+        comp = ", ".join(names.get(r, r) for r in f.components)
+        table.add_row(
+            Text(a.vulnerability), Text(a.advisory), Text(f.severity), Text(a.status),
+            Text(comp), Text(a.installed_version or "-"), Text(a.fixed_version or "-"),
+            Text(f.evidence[0] if f.evidence else ""),
+        )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for f in found:
+        st = f.advisory.status if f.advisory else "?"
+        counts[st] = counts.get(st, 0) + 1
+    console.print(Text(
+        "advisories: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())), style=bold
+    ))

@@ -1,0 +1,319 @@
+"""The advisory database: curated records, one per advisory, validated on load.
+
+A record (JSON; the JSON Schema is ``advisories/schema.json`` in the repository)::
+
+    {"id": "NVIDIA-5582", "vendor": "NVIDIA", "aliases": ["CVE-2024-0132", ...],
+     "title": ..., "published": "2024-09-26", "modified": ..., "sources": [URL, ...],
+     "verification": {"status": "verified" | "partial" | "unverified", "notes": ...},
+     "vulnerabilities": [
+        {"id": "CVE-2024-0132", "severity": [{"type": "CVSS_V3_1", "vector": ..., "score": 9.0}],
+         "affected": [
+            {"target": "nvidia-container-toolkit", "vendor_product": "NVIDIA Container Toolkit",
+             "scheme": "semver", "ranges": [{"last_affected": "1.16.1"}], "fixed": ["1.16.2"]},
+            {"target": "nvidia-driver", "platform": "linux", "branch": "580",
+             "scheme": "nvidia-driver", "ranges": [{"fixed": "580.126.09"}], "fixed": ["580.126.09"]},
+            {"target": "level-zero", "no_range": "vendor gives no versions (see references)"}]}]}
+
+``target`` names an entry of ``TARGETS``: the component identities collectors emit for
+that product. An affected entry with ``no_range`` (or without ``ranges``/``versions``)
+makes the matcher report ``review`` for every component of the target.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .versions import SCHEMES, InvalidVersion, parse
+
+__all__ = [
+    "TARGETS",
+    "Advisory",
+    "AdvisoryDB",
+    "AdvisoryError",
+    "load_bundled",
+    "load_directory",
+    "validate_record",
+]
+
+#: target id -> selectors. A selector matches a component by package
+#: (``ecosystem`` + ``name``) or by GPU product (``stack`` [+ ``product``]).
+TARGETS: dict[str, list[dict[str, str]]] = {
+    # every user-space driver library the nvidia-driver collector reports, including
+    # the cuda-compat forward-compat libraries of an image: their version is the driver's
+    "nvidia-driver": [{"stack": "nvidia-driver"}],
+    "nvidia-container-toolkit": [
+        {"stack": "nvidia-container-toolkit", "product": "nvidia-container-toolkit"},
+        {"stack": "nvidia-container-toolkit", "product": "libnvidia-container"},
+        {"ecosystem": "golang", "name": "github.com/nvidia/nvidia-container-toolkit"},
+    ],
+    "nvidia-gpu-operator": [],
+    "nvidia-vgpu-manager": [],
+    "cuda-toolkit": [{"stack": "cuda", "product": "cuda-toolkit"}],
+    "triton-inference-server": [
+        {"stack": "triton-inference-server", "product": "triton-inference-server"}
+    ],
+    "torch": [{"ecosystem": "pypi", "name": "torch"}, {"stack": "pytorch", "product": "torch"}],
+    "level-zero": [
+        {"stack": "level-zero", "product": "level-zero-loader"},
+        {"stack": "intel-gpu", "product": "level-zero-gpu-driver"},
+    ],
+    "intel-graphics-driver": [{"stack": "intel-gpu", "product": "intel-compute-runtime"}],
+    "intel-dpcpp-compiler": [{"stack": "oneapi", "product": "dpcpp-compiler"}],
+    "intel-onemkl": [{"stack": "oneapi", "product": "mkl"}],
+    "intel-data-center-gpu-driver-esxi": [],
+    "intel-data-center-gpu-windows-driver": [],
+    "intel-graphics-windows-driver": [],
+    "intel-data-center-gpu-max-firmware": [],
+    "amdgpu-linux-driver": [{"stack": "amdgpu", "product": "amdgpu"}],
+    "amd-hip-sdk-windows": [],
+}
+
+STATUSES = ("verified", "partial", "unverified")
+SCORE_TYPES = ("CVSS_V3_0", "CVSS_V3_1", "CVSS_V4_0")
+
+
+class AdvisoryError(ValueError):
+    """A record that does not follow the format."""
+
+
+@dataclass(frozen=True)
+class Score:
+    type: str
+    vector: str | None
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Affected:
+    target: str
+    scheme: str | None = None
+    ranges: tuple[dict[str, str], ...] = ()
+    versions: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    platform: str | None = None
+    branch: str | None = None
+    variant: str | None = None
+    vendor_product: str | None = None
+    no_range: str | None = None
+    note: str | None = None
+    # compare this component property instead of the version (Triton: "container-release")
+    version_of: str | None = None
+
+    @property
+    def machine_readable(self) -> bool:
+        return self.no_range is None and bool(self.ranges or self.versions)
+
+
+@dataclass(frozen=True)
+class Vulnerability:
+    id: str
+    title: str | None
+    scores: tuple[Score, ...]
+    affected: tuple[Affected, ...]
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass
+class Advisory:
+    id: str
+    vendor: str
+    title: str
+    published: str
+    sources: list[str]
+    vulnerabilities: list[Vulnerability]
+    aliases: list[str] = field(default_factory=list)
+    modified: str | None = None
+    verification: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _req(d: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
+    if key not in d:
+        raise AdvisoryError(f"{where}: missing {key!r}")
+    if not isinstance(d[key], kind):
+        raise AdvisoryError(f"{where}: {key!r} has the wrong type")
+    return d[key]
+
+
+def validate_record(rec: dict[str, Any]) -> Advisory:
+    """Check a record beyond the JSON Schema (versions parse in their scheme, targets exist,
+    every record cites a source) and build the ``Advisory``; raises ``AdvisoryError``."""
+    if not isinstance(rec, dict):
+        raise AdvisoryError("record is not an object")
+    rid = _req(rec, "id", "record")
+    where = f"advisory {rid}"
+    vendor = _req(rec, "vendor", where)
+    title = _req(rec, "title", where)
+    published = _req(rec, "published", where)
+    try:
+        date.fromisoformat(published[:10])
+    except ValueError:
+        raise AdvisoryError(f"{where}: published is not a date: {published!r}") from None
+    sources = _req(rec, "sources", where, list)
+    if not sources or not all(isinstance(s, str) and s.startswith("https://") for s in sources):
+        raise AdvisoryError(f"{where}: needs at least one https source URL")
+    ver = rec.get("verification") or {}
+    if ver and ver.get("status") not in STATUSES:
+        raise AdvisoryError(f"{where}: verification.status must be one of {STATUSES}")
+    vulns: list[Vulnerability] = []
+    for v in _req(rec, "vulnerabilities", where, list):
+        vid = _req(v, "id", where)
+        vw = f"{where} / {vid}"
+        scores: list[Score] = []
+        for s in v.get("severity", []):
+            t = _req(s, "type", vw)
+            if t not in SCORE_TYPES:
+                raise AdvisoryError(f"{vw}: unknown score type {t!r}")
+            sc = s.get("score")
+            if sc is not None and not (isinstance(sc, (int, float)) and 0 <= sc <= 10):
+                raise AdvisoryError(f"{vw}: score out of range: {sc!r}")
+            scores.append(Score(t, s.get("vector"), float(sc) if sc is not None else None))
+        affected: list[Affected] = []
+        for a in _req(v, "affected", vw, list):
+            target = _req(a, "target", vw)
+            if target not in TARGETS:
+                raise AdvisoryError(f"{vw}: unknown target {target!r}")
+            scheme = a.get("scheme")
+            ranges = tuple(a.get("ranges") or ())
+            versions = tuple(a.get("versions") or ())
+            fixed = tuple(a.get("fixed") or ())
+            if (ranges or versions) and scheme is None:
+                raise AdvisoryError(f"{vw}: {target}: ranges need a scheme")
+            if scheme is not None and scheme not in SCHEMES:
+                raise AdvisoryError(f"{vw}: {target}: unknown scheme {scheme!r}")
+            if not (ranges or versions) and not a.get("no_range"):
+                raise AdvisoryError(
+                    f"{vw}: {target}: give ranges/versions or say why not (no_range)"
+                )
+            for r in ranges:
+                if not set(r) <= {"introduced", "fixed", "last_affected"} or not r:
+                    raise AdvisoryError(f"{vw}: {target}: bad range {r!r}")
+                if "fixed" in r and "last_affected" in r:
+                    raise AdvisoryError(f"{vw}: {target}: fixed and last_affected in one range")
+            assert scheme is not None or not (ranges or versions)
+            for value in [x for r in ranges for x in r.values() if x != "0"] + [
+                *versions,
+                *fixed,
+            ]:
+                if scheme is None:
+                    continue
+                try:
+                    parse(scheme, value)
+                except InvalidVersion as exc:
+                    raise AdvisoryError(f"{vw}: {target}: {exc}") from None
+            branch = a.get("branch")
+            if branch is not None and scheme != "nvidia-driver":
+                raise AdvisoryError(f"{vw}: {target}: branch needs scheme nvidia-driver")
+            affected.append(
+                Affected(
+                    target=target,
+                    scheme=scheme,
+                    ranges=ranges,
+                    versions=versions,
+                    fixed=fixed,
+                    platform=a.get("platform"),
+                    branch=branch,
+                    variant=a.get("variant"),
+                    vendor_product=a.get("vendor_product"),
+                    no_range=a.get("no_range"),
+                    note=a.get("note"),
+                    version_of=a.get("version_of"),
+                )
+            )
+        vulns.append(
+            Vulnerability(
+                id=vid,
+                title=v.get("title"),
+                scores=tuple(scores),
+                affected=tuple(affected),
+                aliases=tuple(v.get("aliases", [])),
+            )
+        )
+    return Advisory(
+        id=rid,
+        vendor=vendor,
+        title=title,
+        published=published,
+        sources=list(sources),
+        vulnerabilities=vulns,
+        aliases=list(rec.get("aliases", [])),
+        modified=rec.get("modified"),
+        verification=dict(ver),
+        raw=rec,
+    )
+
+
+class AdvisoryDB:
+    """Validated advisories plus where they came from and how old they are."""
+
+    def __init__(self, advisories: Iterable[Advisory], *, source: str, built: str | None = None):
+        self.advisories = sorted(advisories, key=lambda a: a.id)
+        self.source = source
+        self.built = built
+        ids = [a.id for a in self.advisories]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise AdvisoryError(f"duplicate advisory ids: {', '.join(sorted(dup))}")
+        self._by_id = {a.id: a for a in self.advisories}
+
+    def __len__(self) -> int:
+        return len(self.advisories)
+
+    def __iter__(self) -> Iterator[Advisory]:
+        return iter(self.advisories)
+
+    def get(self, ident: str) -> Advisory | None:
+        """By advisory id or by any alias (CVE) it carries, case-insensitive."""
+        key = ident.strip().upper()
+        for a in self.advisories:
+            if a.id.upper() == key:
+                return a
+        for a in self.advisories:
+            if key in (x.upper() for x in a.aliases) or any(
+                v.id.upper() == key for v in a.vulnerabilities
+            ):
+                return a
+        return None
+
+    @property
+    def newest(self) -> str | None:
+        """The newest published/modified date in the data (a floor for the data's age)."""
+        dates = [(a.modified or a.published)[:10] for a in self.advisories]
+        return max(dates) if dates else None
+
+
+def load_records(records: Iterable[dict[str, Any]], *, source: str, built: str | None = None) -> AdvisoryDB:
+    return AdvisoryDB((validate_record(r) for r in records), source=source, built=built)
+
+
+def load_directory(path: str | Path) -> AdvisoryDB:
+    """Every ``*.json`` record in a directory (``schema.json`` excepted)."""
+    p = Path(path)
+    recs = []
+    for f in sorted(p.glob("*.json")):
+        if f.name == "schema.json":
+            continue
+        try:
+            recs.append(json.loads(f.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as exc:
+            raise AdvisoryError(f"{f}: {exc}") from None
+    return load_records(recs, source=str(p))
+
+
+def bundle(records: list[dict[str, Any]], built: str) -> dict[str, Any]:
+    return {"schema": "gpusbom/advisories/1", "built": built, "advisories": records}
+
+
+@functools.lru_cache(maxsize=1)
+def load_bundled() -> AdvisoryDB:
+    """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
+    text = resources.files("gpusbom").joinpath("data/advisories.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    return load_records(data["advisories"], source="bundled", built=data.get("built"))

@@ -1,0 +1,1 @@
+"""Importers: vendor and community formats -> gpusbom advisory records."""

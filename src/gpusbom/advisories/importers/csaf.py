@@ -1,0 +1,410 @@
+"""CSAF 2.0 security advisories, as NVIDIA PSIRT publishes them (NVIDIA/product-security).
+
+NVIDIA's product tree: ``vendor`` -> ``product_family`` -> ``product_name`` (the product,
+with a CPE) and ``vendor`` -> ``architecture`` (``Linux``, ``Linux(R580)``,
+``Linux(R580 vGPU 19)``, ``Windows(R590)``, ``Linux(Gaming)``) -> ``product_version``
+whose branch name is the product and whose product *name* is a free-text phrase:
+
+- ``All driver versions prior to 580.159.03``  -> ``< 580.159.03``
+- ``All versions up to and including v1.16.1`` -> ``<= 1.16.1``
+- ``580.126.09(All versions prior to and including vGPU 19.4)`` -> ``<= 580.126.09``
+- ``580.126.09(vGPU software 19.4)``, ``v1.16.2``, ``24.09`` -> that version
+
+Branches are walked at any depth and the context (vendor, product, platform, driver
+branch, variant) is carried down. ``vulnerabilities[].product_status`` then says which
+product ids are ``known_affected`` / ``fixed`` / ``known_not_affected``.
+
+Every phrase the importer cannot turn into a range or version is reported
+(``CsafImport.unparsed``), never dropped silently: the affected entry then gets
+``no_range`` so the matcher reports ``review``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CsafImport",
+    "CsafProduct",
+    "Phrase",
+    "import_csaf",
+    "parse_arch",
+    "parse_phrase",
+    "phrase_class",
+]
+
+_V = r"[vVrR]?(\d+(?:[.\-_+]?[0-9A-Za-z]+)*)"
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+)
+# an optional product word or two before a version ("CUDA Toolkit 12.8", "IGX 1.1")
+_PFX = r"(?:[A-Z][\w-]*\s+){0,3}"
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A parsed version phrase: a range (``fixed`` = prior to, ``last_affected`` = up to
+    and including, ``introduced`` = from) or one ``version``."""
+
+    text: str
+    version: str | None = None
+    fixed: str | None = None
+    last_affected: str | None = None
+    introduced: str | None = None
+    qualifier: str | None = None  # text in parentheses after a version, e.g. "vGPU 19.4"
+
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    # "All driver versions prior to 580.159.03", "All versions prior to CUDA Toolkit 12.2"
+    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:before|prior\s+to|earlier\s+than|below)\s+{_PFX}{_V}$", re.I), "fixed"),
+    # "All versions up to and including v1.16.1", "All versions up to CUDA Toolkit 12.8"
+    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:up\s+to\s+and\s+including|up\s+to|prior\s+to\s+and\s+including|through)\s+{_PFX}{_V}$", re.I), "last_affected"),
+    # "35.6.2 and earlier", "1.8.7 and prior versions", "32.7.2 and prior releases"
+    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:earlier|prior(?:\s+(?:versions?|releases?))?|older)$", re.I), "last_affected"),
+    # "46.3008 or newer", "1.6.0 and later"
+    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:newer|later)$", re.I), "introduced"),
+    # "All versions from 22.09 to 24.03" / "22.09 through 24.03"
+    (re.compile(rf"^(?:all\s+)?(?:versions?\s+)?(?:from\s+)?{_V}\s+(?:to|through)\s+{_V}$", re.I), "between"),
+    # "v1.16.2", "580.126.09", "CUDA Toolkit 12.4.1", "r24.09"
+    (re.compile(rf"^(?:version\s+)?{_PFX}{_V}$"), "version"),
+]
+_QUALIFIED = re.compile(r"^(?P<head>[^()]*?)\s*\((?P<qual>[^()]*)\)\s*$")
+_QUAL_RANGE = re.compile(
+    r"^all\s+(?:versions?\s+)?(?:prior\s+to\s+and\s+including|up\s+to\s+and\s+including)\b", re.I
+)
+_SUFFIX = re.compile(r"^(?P<head>.*?)\s+(?P<qual>for support of .*|LTS)$", re.I)
+_UPDATE = re.compile(r"\b(\d+\.\d+)(?:U|\s+Update\s+)(\d+)\b")
+
+
+def _plain(s: str) -> Phrase | None:
+    for rx, kind in _PATTERNS:
+        m = rx.match(s)
+        if not m:
+            continue
+        if kind == "fixed":
+            return Phrase(s, fixed=m.group(1))
+        if kind == "last_affected":
+            return Phrase(s, last_affected=m.group(1))
+        if kind == "introduced":
+            return Phrase(s, introduced=m.group(1))
+        if kind == "between":
+            return Phrase(s, introduced=m.group(1), last_affected=m.group(2))
+        return Phrase(s, version=m.group(1))
+    return None
+
+
+def parse_phrase(text: str) -> Phrase | None:
+    """One NVIDIA version phrase -> ``Phrase``; None when not understood."""
+    s = " ".join(text.replace("\u00a0", " ").split()).rstrip(".")
+    s = _UPDATE.sub(r"\1.\2", s)  # CUDA "12.4 Update 1" / "12.4U1" is release 12.4.1
+    qual = None
+    m = _QUALIFIED.match(s) or _SUFFIX.match(s)
+    if m and m.group("head"):
+        s, qual = m.group("head").strip(), m.group("qual").strip()
+    ph = _plain(s)
+    if ph is None:
+        return None
+    if qual and ph.version and _QUAL_RANGE.match(qual):
+        # "580.105.08(All versions prior to and including vGPU software 19.3)": the version
+        # is the last one of the named release line, so it is the last affected
+        return Phrase(text, last_affected=ph.version, qualifier=qual)
+    return Phrase(
+        text, version=ph.version, fixed=ph.fixed, last_affected=ph.last_affected,
+        introduced=ph.introduced, qualifier=qual,
+    )
+
+
+def phrase_class(text: str) -> str:
+    """A phrase with its versions, months and numbers abstracted: what a report groups by."""
+    s = " ".join(text.split())
+    s = re.sub(rf"\b(?:{_MONTHS})\s+\d{{4}}\b", "MONTH YEAR", s)
+    s = re.sub(r"v?\d+(?:\.\d+)+(?:[-.][0-9A-Za-z]+)*", "V", s)
+    s = re.sub(r"\b\d+\b", "N", s)
+    return s
+
+
+_ARCH = re.compile(r"^(?P<platform>[^()]*?)\s*(?:\((?P<inner>[^()]*)\))?\s*$")
+_BRANCH = re.compile(r"\bR(\d{3})\b")
+
+
+def parse_arch(name: str) -> tuple[str | None, str | None, str | None]:
+    """``Linux(R580 vGPU 19)`` -> (``linux``, ``580``, ``vGPU 19``);
+    ``Linux(Gaming)`` -> (``linux``, None, ``Gaming``); ``Linux`` -> (``linux``, None, None)."""
+    m = _ARCH.match(name.strip())
+    if not m:
+        return None, None, None
+    plat = m.group("platform").strip() or None
+    inner = (m.group("inner") or "").strip()
+    branch = None
+    bm = _BRANCH.search(inner)
+    if bm:
+        branch = bm.group(1)
+        inner = (inner[: bm.start()] + inner[bm.end():]).strip()
+    variant = inner or None
+    platform = None
+    if plat:
+        names = [x.strip().lower() for x in plat.split(",") if x.strip()]
+        if names == ["all"] or (len(names) > 1 and set(names) <= {"linux", "windows"}):
+            platform = None  # "Windows, Linux": the entry applies to both
+        elif names and names[0] in ("linux", "windows"):
+            platform = names[0]
+        else:
+            platform = plat
+    return platform, branch, variant
+
+
+@dataclass
+class CsafProduct:
+    product_id: str
+    name: str  # the phrase (product_version) or the product name
+    category: str
+    vendor: str | None = None
+    family: str | None = None
+    product: str | None = None  # the product this version is of ("GeForce", "NVIDIA Container Toolkit")
+    architecture: str | None = None
+    platform: str | None = None
+    branch: str | None = None
+    variant: str | None = None
+    cpe: str | None = None
+    phrase: Phrase | None = None
+
+
+@dataclass
+class CsafImport:
+    record: dict[str, Any]
+    products: dict[str, CsafProduct]
+    phrases: int = 0  # product_version phrases seen
+    parsed: int = 0  # of those, understood
+    unparsed: list[tuple[str, str]] = field(default_factory=list)  # (product_id, phrase)
+    unmapped: list[str] = field(default_factory=list)  # vendor product names with no target
+
+
+def _walk(branches: Iterable[dict[str, Any]], ctx: dict[str, Any], out: dict[str, CsafProduct]) -> None:
+    for b in branches or ():
+        cat = b.get("category", "")
+        name = str(b.get("name", ""))
+        c = dict(ctx)
+        if cat == "vendor":
+            c["vendor"] = name
+        elif cat == "product_family":
+            c["family"] = name
+        elif cat in ("product_name", "product_version_range"):
+            c["product"] = name
+        elif cat == "architecture":
+            c["architecture"] = name
+            c["platform"], c["branch"], c["variant"] = parse_arch(name)
+        elif cat == "product_version" and "product" not in ctx:
+            c["product"] = name
+        elif cat == "product_version":
+            c["product"] = ctx.get("product") or name
+        p = b.get("product")
+        if isinstance(p, dict) and p.get("product_id"):
+            helper = p.get("product_identification_helper") or {}
+            pname = str(p.get("name", ""))
+            cp = CsafProduct(
+                product_id=p["product_id"],
+                name=pname,
+                category=cat,
+                vendor=c.get("vendor"),
+                family=c.get("family"),
+                product=(name if cat == "product_version" else pname) if cat else pname,
+                architecture=c.get("architecture"),
+                platform=c.get("platform"),
+                branch=c.get("branch"),
+                variant=c.get("variant"),
+                cpe=helper.get("cpe"),
+            )
+            if cat == "product_version":
+                cp.product = name or c.get("product")
+                cp.phrase = parse_phrase(pname)
+            out[cp.product_id] = cp
+        _walk(b.get("branches") or (), c, out)
+
+
+# vendor product names / CPE products -> gpusbom targets
+_DRIVER_PRODUCTS = re.compile(
+    r"^(GeForce|NVIDIA RTX.*|Quadro.*|Tesla|NVIDIA (?:RTX PRO|Data Center).*|Guest driver|"
+    r"NVIDIA GPU Display Driver|GPU Display Driver|Data Center GPU.*)$",
+    re.I,
+)
+_TARGETS_BY_NAME = [
+    (re.compile(r"container[ _]toolkit", re.I), "nvidia-container-toolkit", "semver"),
+    (re.compile(r"gpu[ _]operator", re.I), "nvidia-gpu-operator", "semver"),
+    (re.compile(r"virtual gpu manager", re.I), "nvidia-vgpu-manager", "nvidia-driver"),
+    (re.compile(r"^(?:NVIDIA )?CUDA Toolkit$", re.I), "cuda-toolkit", "semver"),
+    (re.compile(r"triton inference server", re.I), "triton-inference-server", "semver"),
+]
+
+
+def target_of(p: CsafProduct) -> tuple[str | None, str]:
+    """(gpusbom target, version scheme) for a vendor product; target None when unmapped."""
+    name = p.product or p.name
+    for rx, target, scheme in _TARGETS_BY_NAME:
+        if rx.search(name) or (p.cpe and rx.search(p.cpe.replace("_", " "))):
+            return target, scheme
+    if _DRIVER_PRODUCTS.match(name) or (p.cpe and ":gpu_display_driver" in p.cpe):
+        return "nvidia-driver", "nvidia-driver"
+    return None, "semver"
+
+
+def _score(s: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, typ in (("cvss_v3", None), ("cvss_v4", "CVSS_V4_0")):
+        c = s.get(key)
+        if not isinstance(c, dict):
+            continue
+        t = typ or ("CVSS_V3_0" if str(c.get("version")) == "3.0" else "CVSS_V3_1")
+        out.append({"type": t, "vector": c.get("vectorString"), "score": c.get("baseScore")})
+    return out
+
+
+def _doc_urls(doc: dict[str, Any], fallback: str | None) -> list[str]:
+    urls = []
+    for r in doc.get("references", []) or []:
+        u = r.get("url")
+        if isinstance(u, str) and u.startswith("https://") and r.get("category") == "self":
+            urls.append(u)
+    if fallback:
+        urls.append(fallback)
+    return list(dict.fromkeys(urls))
+
+
+def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafImport:
+    """One CSAF 2.0 document -> a gpusbom advisory record plus what could not be parsed."""
+    document = doc.get("document") or {}
+    tracking = document.get("tracking") or {}
+    tid = str(tracking.get("id", "")).strip()
+    vendor_name = (document.get("publisher") or {}).get("name") or "NVIDIA"
+    vendor = "NVIDIA" if "nvidia" in vendor_name.lower() else vendor_name
+    products: dict[str, CsafProduct] = {}
+    _walk((doc.get("product_tree") or {}).get("branches") or (), {}, products)
+    imp = CsafImport(record={}, products=products)
+    versions = [p for p in products.values() if p.category == "product_version"]
+    imp.phrases = len(versions)
+    for p in versions:
+        if p.phrase is None:
+            imp.unparsed.append((p.product_id, p.name))
+        else:
+            imp.parsed += 1
+    vulns_out = []
+    for v in doc.get("vulnerabilities") or []:
+        vid = v.get("cve") or (v.get("ids") or [{}])[0].get("text") or tid
+        status = v.get("product_status") or {}
+        scores: list[dict[str, Any]] = []
+        for s in v.get("scores") or []:
+            for sc in _score(s):
+                if sc not in scores:
+                    scores.append(sc)
+        groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+        def group(p: CsafProduct) -> dict[str, Any] | None:
+            target, scheme = target_of(p)
+            if target is None:
+                if (p.product or p.name) not in imp.unmapped:
+                    imp.unmapped.append(p.product or p.name)
+                return None
+            key = (target, p.product, p.platform, p.branch, p.variant)
+            g = groups.get(key)
+            if g is None:
+                g = {"target": target, "vendor_product": p.product or p.name, "scheme": scheme}
+                for k in ("platform", "branch", "variant"):
+                    if getattr(p, k):
+                        g[k] = getattr(p, k)
+                g["ranges"], g["versions"], g["fixed"], g["phrases"] = [], [], [], []
+                g["conditions"] = []
+                groups[key] = g
+            return g
+
+        for pid in status.get("known_affected") or []:
+            p = products.get(pid)
+            if p is None:
+                continue
+            g = group(p)
+            if g is None:
+                continue
+            g["phrases"].append(p.name)
+            ph = p.phrase
+            if ph is not None and ph.qualifier and not ph.version and ph.qualifier not in g["conditions"]:
+                g["conditions"].append(ph.qualifier)  # "CDI mode only for versions prior to 1.17.5"
+            if ph is None:
+                g.setdefault("unparsed", []).append(p.name)
+            elif ph.version:
+                g["versions"].append(_clean(ph.version))
+            else:
+                r = {}
+                if ph.introduced:
+                    r["introduced"] = _clean(ph.introduced)
+                if ph.fixed:
+                    r["fixed"] = _clean(ph.fixed)
+                if ph.last_affected:
+                    r["last_affected"] = _clean(ph.last_affected)
+                if r not in g["ranges"]:
+                    g["ranges"].append(r)
+        for pid in status.get("fixed") or []:
+            p = products.get(pid)
+            if p is None:
+                continue
+            g = group(p)
+            if g is None:
+                continue
+            ph = p.phrase
+            if ph is not None and ph.version and _clean(ph.version) not in g["fixed"]:
+                g["fixed"].append(_clean(ph.version))
+            elif ph is None:
+                g.setdefault("unparsed", []).append(p.name)
+        affected = []
+        for g in groups.values():
+            unparsed = g.pop("unparsed", None)
+            conditions = g.pop("conditions")
+            phrases = g.pop("phrases")
+            if not g["ranges"] and not g["versions"]:
+                # only fixed versions given: affected is "before the fix" within the group
+                if g["fixed"] and not phrases:
+                    continue  # a fixed-only group (the product is not affected here)
+                g["no_range"] = "vendor phrase not understood: " + "; ".join(unparsed or phrases)
+            elif unparsed:
+                g["note"] = "some vendor phrases not understood: " + "; ".join(unparsed)
+            # "All versions up to CUDA Toolkit 12.8" with 12.8 listed as fixed: "up to"
+            # excludes the fixed release, so the range ends before it
+            g["ranges"] = [
+                {**{k: x for k, x in r.items() if k != "last_affected"}, "fixed": r["last_affected"]}
+                if r.get("last_affected") in g["fixed"] else r
+                for r in g["ranges"]
+            ]
+            if g["target"] == "triton-inference-server":
+                g["version_of"] = "container-release"  # NVIDIA names NGC releases (25.07)
+            for k in ("ranges", "versions", "fixed"):
+                if not g[k]:
+                    del g[k]
+            if phrases:
+                g["vendor_phrases"] = phrases
+            if conditions:
+                g["note"] = "; ".join([*([g["note"]] if g.get("note") else []), *conditions])
+            affected.append(g)
+        vulns_out.append({"id": vid, "severity": scores, "affected": affected})
+    rid = f"NVIDIA-{tid}" if vendor == "NVIDIA" and tid and not tid.upper().startswith("NVIDIA") else tid
+    initial = str(tracking.get("initial_release_date") or "")[:10]
+    current = str(tracking.get("current_release_date") or "")[:10] or None
+    imp.record = {
+        "id": rid,
+        "vendor": vendor,
+        "vendor_id": tid,
+        "aliases": sorted({v["id"] for v in vulns_out if v["id"] != tid}),
+        "title": document.get("title") or rid,
+        "published": initial,
+        "modified": current,
+        "sources": _doc_urls(document, source_url),
+        "verification": {
+            "status": "verified" if not imp.unparsed else "partial",
+            "notes": f"imported from CSAF {document.get('csaf_version', '2.0')}",
+        },
+        "vulnerabilities": vulns_out,
+    }
+    return imp
+
+
+def _clean(v: str) -> str:
+    return v[1:] if v[:1] in ("v", "V") and v[1:2].isdigit() else v

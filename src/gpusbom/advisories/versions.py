@@ -1,0 +1,238 @@
+"""Version schemes for advisory matching.
+
+Every scheme turns a version string into a sort key; keys of one scheme are totally
+ordered (``<``/``==`` on keys), and a range is judged only by comparing keys, so range
+membership always agrees with the order.
+
+Schemes:
+
+- ``deb``: Debian policy (epoch, upstream, revision, ``~`` sorts before anything),
+  via python-debian;
+- ``rpm``: rpm's ``rpmvercmp`` rules on ``[epoch:]version[-release]`` (alphanumeric
+  segments, ``~`` before anything, ``^`` after the base version but before any further
+  segment);
+- ``pep440``: packaging's ``Version`` (local versions ``2.6.0+cu124`` sort after
+  ``2.6.0``; NGC builds ``2.6.0a0+ecf3bae.nv25.01`` are pre-releases of 2.6.0);
+- ``nvidia-driver``: dotted integers (``580.126.09`` == ``580.126.9``; leading zeros
+  are padding), branch = the first number (``R580``); fixes apply within a branch;
+- ``intel``: Intel's dotted numeric versions, any number of parts
+  (``32.0.101.6077``, ``25.18.33578.6``, ``2025.0.0``), compared numerically;
+- ``semver``: ``v``-prefix tolerant, numeric core compared numerically (missing parts are
+  zero), a ``-pre`` release sorts before its release, ``+build`` ignored.
+- ``generic`` is an alias of ``semver``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from debian.debian_support import Version as DebVersion
+from packaging.version import InvalidVersion as _PepInvalid
+from packaging.version import Version as PepVersion
+
+__all__ = [
+    "SCHEMES",
+    "InvalidVersion",
+    "Range",
+    "compare",
+    "driver_branch",
+    "parse",
+]
+
+
+class InvalidVersion(ValueError):
+    """The string is not a version in that scheme."""
+
+
+# --------------------------------------------------------------------------- deb
+
+
+class _DebKey:
+    """Debian versions, ordered with python-debian's comparison (``version_compare``)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: DebVersion) -> None:
+        self.v = v
+
+    def __lt__(self, other: _DebKey) -> bool:
+        return bool(self.v < other.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _DebKey) and bool(self.v == other.v)
+
+    def __hash__(self) -> int:  # equal keys need not hash equal for our use; keep it coarse
+        return 0
+
+    def __repr__(self) -> str:
+        return f"deb:{self.v}"
+
+
+_DEB_RX = re.compile(r"^(?:\d+:)?[0-9][A-Za-z0-9.+~:-]*$")
+
+
+def _deb(v: str) -> _DebKey:
+    s = v.strip()
+    if not _DEB_RX.match(s):
+        raise InvalidVersion(f"not a Debian version: {v!r}")
+    try:
+        return _DebKey(DebVersion(s))
+    except ValueError as exc:
+        raise InvalidVersion(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- rpm
+
+_RPM_SEG = re.compile(r"~|\^|[0-9]+|[A-Za-z]+")
+
+
+def _rpm_segments(s: str) -> tuple[tuple[int, Any], ...]:
+    """rpmvercmp as a key: each element is (class, value).
+
+    Classes order as rpm compares them at one position: ``~`` (0) < end of string (1)
+    < ``^`` (2) < alpha (3) < numeric (4). Separators are dropped. A ``^`` after the
+    end of the other string is greater; at any other position ``^`` is smaller than a
+    further segment. The end marker (1) is appended so ``1.0`` < ``1.0.1`` and
+    ``1.0~rc1`` < ``1.0``.
+    """
+    out: list[tuple[int, Any]] = []
+    for m in _RPM_SEG.finditer(s):
+        t = m.group(0)
+        if t == "~":
+            out.append((0, 0))
+        elif t == "^":
+            out.append((2, 0))
+        elif t.isdigit():
+            out.append((4, int(t)))
+        else:
+            out.append((3, t))
+    out.append((1, 0))
+    return tuple(out)
+
+
+_RPM_RX = re.compile(r"^(?:(\d+):)?([A-Za-z0-9._+~^]+)(?:-([A-Za-z0-9._+~^]+))?$")
+
+
+def _rpm(v: str) -> tuple[Any, ...]:
+    m = _RPM_RX.match(v.strip())
+    if not m or not re.search(r"[A-Za-z0-9]", m.group(2)):
+        raise InvalidVersion(f"not an RPM version: {v!r}")
+    epoch = int(m.group(1) or 0)
+    release = m.group(3)
+    # a missing release compares equal to any release (rpm's rule for a bare version in a
+    # dependency); for ordering we sort it first, which is the conservative choice
+    rel = _rpm_segments(release) if release is not None else ((-1, 0),)
+    return (epoch, _rpm_segments(m.group(2)), rel)
+
+
+# --------------------------------------------------------------------------- pep 440
+
+
+def _pep440(v: str) -> PepVersion:
+    try:
+        return PepVersion(v.strip())
+    except _PepInvalid:
+        raise InvalidVersion(f"not a PEP 440 version: {v!r}") from None
+
+
+# --------------------------------------------------------------------------- numeric
+
+_NUMERIC_RX = re.compile(r"^[vVrR]?(\d+(?:\.\d+)*)$")
+
+
+def _numeric(v: str) -> tuple[int, ...]:
+    m = _NUMERIC_RX.match(v.strip())
+    if not m:
+        raise InvalidVersion(f"not a dotted numeric version: {v!r}")
+    parts = [int(x) for x in m.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:  # 2025.0.0 == 2025.0 == 2025
+        parts.pop()
+    return tuple(parts)
+
+
+def driver_branch(v: str) -> str | None:
+    """``580.126.09`` -> ``"580"``; None when not a driver version."""
+    try:
+        return str(_numeric(v)[0])
+    except InvalidVersion:
+        return None
+
+
+# --------------------------------------------------------------------------- semver-ish
+
+_SEMVER_RX = re.compile(
+    r"^[vV]?(\d+(?:\.\d+)*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
+)
+
+
+def _semver(v: str) -> tuple[Any, ...]:
+    m = _SEMVER_RX.match(v.strip())
+    if not m:
+        raise InvalidVersion(f"not a semver-like version: {v!r}")
+    core = [int(x) for x in m.group(1).split(".")]
+    while len(core) > 1 and core[-1] == 0:
+        core.pop()
+    pre = m.group(2)
+    if pre is None:
+        pre_key: tuple[Any, ...] = (1,)  # a release sorts after its pre-releases
+    else:
+        ids: list[tuple[int, Any]] = []
+        for ident in pre.split("."):
+            # numeric identifiers sort before alphanumeric ones (semver 2.0.0 §11)
+            ids.append((0, int(ident)) if ident.isdigit() else (1, ident))
+        pre_key = (0, tuple(ids))
+    return (tuple(core), pre_key)
+
+
+# --------------------------------------------------------------------------- registry
+
+SCHEMES: dict[str, Callable[[str], Any]] = {
+    "deb": _deb,
+    "rpm": _rpm,
+    "pep440": _pep440,
+    "nvidia-driver": _numeric,
+    "intel": _numeric,
+    "numeric": _numeric,
+    "semver": _semver,
+    "generic": _semver,
+}
+
+
+@functools.lru_cache(maxsize=65536)
+def parse(scheme: str, version: str) -> Any:
+    """The sort key of ``version`` in ``scheme``; raises ``InvalidVersion``."""
+    try:
+        fn = SCHEMES[scheme]
+    except KeyError:
+        raise InvalidVersion(f"unknown version scheme {scheme!r}") from None
+    return fn(version)
+
+
+def compare(scheme: str, a: str, b: str) -> int:
+    ka, kb = parse(scheme, a), parse(scheme, b)
+    return -1 if ka < kb else (1 if kb < ka else 0)
+
+
+@dataclass(frozen=True)
+class Range:
+    """``introduced <= v`` and (``v < fixed`` | ``v <= last_affected``); unbounded sides
+    are None. ``introduced`` of ``"0"`` means from the beginning."""
+
+    scheme: str
+    introduced: str | None = None
+    fixed: str | None = None
+    last_affected: str | None = None
+
+    def contains(self, version: str) -> bool:
+        k = parse(self.scheme, version)
+        if self.introduced not in (None, "0") and k < parse(self.scheme, self.introduced):
+            return False
+        if self.fixed is not None and not k < parse(self.scheme, self.fixed):
+            return False
+        if self.last_affected is not None and parse(self.scheme, self.last_affected) < k:
+            return False
+        return True

@@ -1,0 +1,592 @@
+"""Streaming GPU code scanners: list what a file's device code was built for while it streams.
+
+The layer reader feeds every chunk of a matched file to a :class:`StreamAnalyzer` once, in
+order (see ``gpusbom.fsview``), so a 1 GB CUDA library is neither kept in memory nor spooled
+to disk. The scanners here find the same structures as the seekable decoders of
+:mod:`gpusbom.binary.fatbin` and :mod:`gpusbom.binary.hipbundle` and decode their headers with
+the same parsers; they differ in how they *find* them: there is no section table yet when the
+data streams by (ELF puts it at the end), so containers are found by their magic bytes
+anywhere in the stream and then validated:
+
+* CUDA fatbin container: ``50 ed 55 ba`` + version 1 + a sane header size, and a first entry
+  header whose sizes fit the container. Entries are then walked by their size fields: the
+  scanner only collects the 64-byte entry headers and *skips* the payloads (no buffering).
+* Clang offload bundle: ``__CLANG_OFFLOAD_BUNDLE__`` with 1..4096 entries whose ids look like
+  target ids (``hipv4-amdgcn-amd-amdhsa--gfx90a``); the code objects are skipped by the
+  bundle's extent.
+* Compressed bundle: ``CCOB`` with a known version and method and a zstd / zlib stream start;
+  only the first compressed bytes are collected (growing geometrically, at most
+  :data:`MAX_CCOB_INPUT`) and decompressed with the bounded prefix decoder of hipbundle.
+
+A candidate that fails validation is not an error (the magic bytes also occur in host code
+and in string tables): scanning resumes one byte after it. A structure that validated but is
+then malformed or truncated is counted in ``errors``; nothing here raises for bad data, and
+the state is bounded (a few header bytes, sets of target names, capped counts) whatever the
+size fields say.
+
+Cost: ``bytes.find`` over the bytes outside fatbin payloads, a few Python steps per entry.
+Files that start with neither an ELF, fatbin or bundle magic are not scanned at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gpusbom.binary.elf import ELF_MAGIC, BinaryFormatError
+from gpusbom.binary.fatbin import (
+    CONTAINER_HEADER_SIZE,
+    ENTRY_HEADER_MIN,
+    FATBIN_MAGIC,
+    MAX_CONTAINER_HEADER,
+    MAX_FATBIN_ENTRIES,
+    CudaTargetsBuilder,
+    parse_container_header,
+    parse_entry_header,
+)
+from gpusbom.binary.hipbundle import (
+    BUNDLE_MAGIC,
+    CCOB_MAGIC,
+    MAX_BUNDLE_ENTRIES,
+    MAX_BUNDLES,
+    MAX_HEADER_BYTES,
+    ccob_entries,
+    ccob_header_size,
+    hip_targets,
+    parse_bundle_header,
+    parse_ccob_header,
+)
+
+__all__ = [
+    "MAX_CCOB_INPUT",
+    "CudaFatbinScanner",
+    "GpuCodeScanner",
+    "HipBundleScanner",
+]
+
+_FAT = FATBIN_MAGIC.to_bytes(4, "little")
+_HEADS = (ELF_MAGIC, _FAT, BUNDLE_MAGIC[:4], CCOB_MAGIC)
+
+#: Caps on what one file may make the scanner hold or count.
+MAX_CONTAINERS = 1 << 16
+MAX_TARGET_IDS = 4096
+#: Most compressed bytes of one CCOB bundle collected to reach its header.
+MAX_CCOB_INPUT = 4 << 20
+#: Bytes a file may have searched twice (candidates that were not structures after all).
+MAX_REPLAY = 64 << 20
+_BUNDLE_FIRST = 256  # bytes first collected for a bundle header; grows x4 on demand
+_CCOB_FIRST = 16 << 10
+_MAX_ERRORS_KEPT = 8
+_NO_LIMIT = 1 << 62
+_ID_RX = re.compile(r"[A-Za-z0-9_.]+-[!-~]*\Z")
+
+# candidate kinds
+_K_FAT, _K_BUNDLE, _K_CCOB = 0, 1, 2
+
+
+class _NeedMore(Exception):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def _zero(data: bytes | bytearray) -> bool:
+    return not data.strip(b"\0")
+
+
+def _compressed_start(method: str, data: bytes | bytearray) -> bool:
+    if method == "zstd":
+        return data[:4] == b"\x28\xb5\x2f\xfd"
+    return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+
+
+class _StreamScanner:
+    """The chunk loop: scan for magics, collect header bytes, skip payloads.
+
+    The state is one *step*: skip ``_skip`` bytes, then collect bytes into ``_acc`` until it
+    holds ``_need`` bytes and call ``_handler(acc, eof)``; with no step pending, search.
+    A handler sets the next step (``_step``), goes back to searching (``_search``) or gives
+    bytes back to be processed again (``_replay``: a candidate that turned out not to be one).
+    """
+
+    def __init__(self, *, cuda: bool, hip: bool, name: str = "<stream>") -> None:
+        self.name = name
+        self._cuda = cuda
+        self._hip = hip
+        self._plain = hip  # look for uncompressed bundles (off inside a v1 CCOB bundle)
+        self._off = False  # not a binary (or nothing left to look for): feed is a no-op
+        self._head: bytes | None = b""  # first bytes until the file type is known
+        self._pos = 0  # stream offset of the next byte to process
+        self._skip = 0
+        self._need = 0
+        self._acc = bytearray()
+        self._acc_pos = 0  # stream offset of _acc[0]
+        self._handler: Callable[[bytearray, bool], None] | None = None
+        self._tail = b""  # last bytes searched (for magics across chunk boundaries)
+        self._work: list[bytes] = []
+        self._replay_budget = MAX_REPLAY
+        self._set_needles()
+        # results
+        self._fat = CudaTargetsBuilder()
+        self._containers = 0
+        self._cuda_errors: list[str] = []
+        self._cuda_error_count = 0
+        self._ids: set[str] = set()
+        self._bundles = 0
+        self._hip_compressed: set[str] = set()
+        self._hip_errors: list[str] = []
+        self._hip_error_count = 0
+        # the container / bundle being walked
+        self._c_pos = 0
+        self._c_hsize = 0
+        self._c_left = 0
+        self._b_kind = _K_BUNDLE
+        self._ccob: Any = None
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def _set_needles(self) -> None:
+        needles: list[tuple[int, bytes]] = []
+        if self._cuda:
+            needles.append((_K_FAT, _FAT))
+        if self._hip:
+            if self._plain:
+                needles.append((_K_BUNDLE, BUNDLE_MAGIC))
+            needles.append((_K_CCOB, CCOB_MAGIC))
+        self._needles = needles
+        self._keep = max((len(n) for _, n in needles), default=1) - 1
+
+    def _error(self, cuda: bool, msg: str) -> None:
+        if cuda:
+            self._cuda_error_count += 1
+            if len(self._cuda_errors) < _MAX_ERRORS_KEPT:
+                self._cuda_errors.append(f"{self.name}: {msg}")
+        else:
+            self._hip_error_count += 1
+            if len(self._hip_errors) < _MAX_ERRORS_KEPT:
+                self._hip_errors.append(f"{self.name}: {msg}")
+
+    # -- the StreamAnalyzer protocol ---------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> None:
+        if self._off or not chunk:
+            return
+        if self._head is not None:
+            head = self._head + bytes(chunk[:4])
+            if len(head) < 4:
+                self._head = head
+                return
+            if head[:4] not in _HEADS:
+                self._off = True
+                self._head = None
+                return
+            if self._head:  # bytes held back from earlier (tiny) chunks
+                chunk = self._head + bytes(chunk)
+            self._head = None
+        self._work.append(bytes(chunk) if not isinstance(chunk, bytes) else chunk)
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - a scanner bug must not stop a scan
+            self._error(self._cuda, f"internal error: {exc!r}")
+            self._work.clear()
+            self._off = True
+
+    def close(self) -> dict[str, Any] | None:
+        rounds = 0
+        while self._handler is not None and not self._off and rounds < 1 << 16:
+            rounds += 1
+            handler, acc = self._handler, self._acc
+            self._need = 0
+            try:
+                handler(acc, True)
+                if self._handler is handler and self._need <= len(self._acc):
+                    self._handler = None
+                self._run()  # bytes a handler gave back
+            except Exception as exc:  # noqa: BLE001 - never raise for data
+                self._error(self._cuda, f"internal error at end of stream: {exc!r}")
+                break
+        self._work.clear()
+        self._acc = bytearray()
+        self._handler = None
+        self._off = True
+        return self.result()
+
+    # -- results -------------------------------------------------------------------------------
+
+    def result(self) -> dict[str, Any] | None:
+        out: dict[str, Any] = {}
+        if self._fat.entries or self._cuda_error_count:
+            t = self._fat.build()
+            out["cuda"] = {
+                "sass": list(t.sass),
+                "ptx": list(t.ptx),
+                "lto": list(t.lto),
+                "ptx_isa": list(t.ptx_isa),
+                "compressed": list(t.compressed),
+                "entries": t.entries,
+                "containers": t.containers,
+                "errors": self._cuda_error_count,
+                **({"error_messages": list(self._cuda_errors)} if self._cuda_errors else {}),
+            }
+        if self._ids or self._hip_error_count:
+            h = hip_targets(self._ids, bundles=self._bundles, compressed=self._hip_compressed)
+            out["hip"] = {
+                "targets": list(h.target_ids),
+                "gfx": list(h.gfx),
+                "processors": list(h.processors),
+                "compressed": list(h.compressed),
+                "bundles": h.bundles,
+                "errors": self._hip_error_count,
+                **({"error_messages": list(self._hip_errors)} if self._hip_errors else {}),
+            }
+        return out or None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _step(self, skip: int, need: int, handler: Callable[[bytearray, bool], None]) -> None:
+        """Skip ``skip`` bytes, then collect ``need`` bytes (in a fresh buffer) for ``handler``."""
+        self._skip = skip
+        self._acc = bytearray()
+        self._acc_pos = self._pos + skip
+        self._need = need
+        self._handler = handler
+        self._tail = b""
+
+    def _want(self, need: int) -> None:
+        """Keep collecting into the current buffer until it holds ``need`` bytes."""
+        self._need = need
+
+    def _search(self, skip: int = 0) -> None:
+        self._skip = skip
+        self._need = 0
+        self._handler = None
+        self._acc = bytearray()
+        self._tail = b""
+
+    def _replay(self, data: bytes | bytearray) -> None:
+        """Process ``data`` (bytes already counted) again, before the rest of the stream.
+
+        Replayed bytes are budgeted per file (:data:`MAX_REPLAY`): hostile data cannot make
+        the scan quadratic; past the budget they are dropped (not searched)."""
+        self._search()
+        if data:
+            self._pos -= len(data)
+            if len(data) > self._replay_budget:
+                self._pos += len(data)
+                self._error(self._cuda, "replay budget spent; some bytes were not searched")
+                return
+            self._replay_budget -= len(data)
+            self._work.append(bytes(data))
+
+    def _run(self) -> None:
+        work = self._work
+        while work and not self._off:
+            chunk = work.pop()
+            n = len(chunk)
+            i = 0
+            while i < n:
+                if self._skip:
+                    take = min(self._skip, n - i)
+                    self._skip -= take
+                    i += take
+                    self._pos += take
+                    continue
+                if self._handler is not None:
+                    acc = self._acc
+                    take = min(self._need - len(acc), n - i)
+                    if take > 0:
+                        acc += chunk[i : i + take]
+                        i += take
+                        self._pos += take
+                    if len(acc) >= self._need:
+                        handler = self._handler
+                        mark = len(work)
+                        handler(acc, False)
+                        if len(work) > mark and i < n:
+                            # a replay: it comes before the rest of this chunk
+                            replayed = work.pop()
+                            work.append(chunk[i:])
+                            work.append(replayed)
+                            break
+                    continue
+                if not self._needles:
+                    self._off = True
+                    return
+                i = self._find(chunk, i)
+                if i < 0:  # searched to the end of the chunk
+                    break
+
+    def _find(self, chunk: bytes, i: int) -> int:
+        """Search ``chunk[i:]`` (plus the boundary with the previous chunk); start the first
+        candidate found and return the index to go on from, or -1 when there was none."""
+        n = len(chunk)
+        tail = self._tail
+        best = -1
+        best_kind = -1
+        if tail and i == 0:
+            window = tail + chunk[: self._keep]
+            lt = len(tail)
+            for kind, needle in self._needles:
+                k = window.find(needle)
+                while 0 <= k < lt:
+                    if k + len(needle) > lt:
+                        if best < 0 or k < best:
+                            best, best_kind = k, kind
+                        break
+                    k = window.find(needle, k + 1)
+            if best >= 0:
+                prefill = tail[best:]
+                self._start(best_kind, self._pos - len(prefill), bytearray(prefill))
+                return 0
+        self._tail = b""
+        limit = n
+        for kind, needle in self._needles:
+            end = min(n, limit + len(needle) - 1)
+            k = chunk.find(needle, i, end)
+            if k >= 0 and (best < 0 or k < best):
+                best, best_kind, limit = k, kind, k
+        if best < 0:
+            keep = self._keep
+            if keep:
+                if n - i >= keep:
+                    self._tail = chunk[n - keep :]
+                else:
+                    self._tail = (tail + chunk[i:])[-keep:]
+            self._pos += n - i
+            return -1
+        self._pos += best - i
+        self._start(best_kind, self._pos, bytearray())
+        return best
+
+    def _start(self, kind: int, pos: int, prefill: bytearray) -> None:
+        if kind == _K_FAT:
+            handler, need = self._fat_container, CONTAINER_HEADER_SIZE
+        elif kind == _K_BUNDLE:
+            handler, need = self._bundle, _BUNDLE_FIRST
+        else:
+            handler, need = self._ccob_head, 8
+            if not self._plain:  # a v1 compressed bundle ends where the next one starts
+                self._plain = True
+                self._set_needles()
+        self._skip = 0
+        self._acc = prefill
+        self._acc_pos = pos
+        self._need = need
+        self._handler = handler
+        self._tail = b""
+
+    def _reject(self, acc: bytearray, eof: bool) -> None:
+        """Not a structure after all: search again from the byte after the candidate."""
+        self._replay(acc[1:])
+
+    # -- CUDA fatbin ---------------------------------------------------------------------------
+
+    def _fat_container(self, acc: bytearray, eof: bool) -> None:
+        if len(acc) < CONTAINER_HEADER_SIZE:
+            return self._reject(acc, eof)
+        magic, version, hsize, body = parse_container_header(acc)
+        if (
+            magic != FATBIN_MAGIC
+            or version != 1
+            or not CONTAINER_HEADER_SIZE <= hsize <= MAX_CONTAINER_HEADER
+            or body < ENTRY_HEADER_MIN
+        ):
+            return self._reject(acc, eof)
+        self._c_pos = self._acc_pos
+        self._c_hsize = hsize
+        self._c_left = body
+        self._want(hsize + ENTRY_HEADER_MIN)
+        self._handler = self._fat_first
+
+    def _fat_first(self, acc: bytearray, eof: bool) -> None:
+        """The first entry decides whether the magic started a real container."""
+        hsize = self._c_hsize
+        if len(acc) < hsize + ENTRY_HEADER_MIN:
+            return self._reject(acc, eof)
+        h = parse_entry_header(acc[hsize:])
+        if (
+            h.is_padding
+            or not h.valid_size()
+            or h.header_size + h.payload_size > self._c_left
+        ):
+            return self._reject(acc, eof)
+        if self._containers >= MAX_CONTAINERS:
+            self._error(True, f"more than {MAX_CONTAINERS} fatbin containers")
+            return self._stop_cuda()
+        self._containers += 1
+        self._fat_add(h, self._c_pos + hsize)
+
+    def _fat_add(self, h: Any, offset: int) -> None:
+        if self._fat.entries >= MAX_FATBIN_ENTRIES:
+            self._error(True, f"more than {MAX_FATBIN_ENTRIES} fatbin entries")
+            return self._stop_cuda()
+        self._fat.add(h.entry(offset, self._c_pos))
+        self._c_left -= h.header_size + h.payload_size
+        self._fat_next(h.header_size - ENTRY_HEADER_MIN + h.payload_size)
+
+    def _fat_next(self, skip: int) -> None:
+        left = self._c_left
+        if left <= 0:
+            self._search(skip)
+        elif left < ENTRY_HEADER_MIN:
+            self._step(skip, left, self._fat_trailer)
+        else:
+            self._step(skip, ENTRY_HEADER_MIN, self._fat_entry)
+
+    def _fat_trailer(self, acc: bytearray, eof: bool) -> None:
+        if len(acc) < self._c_left:
+            self._error(True, f"truncated fatbin container at {self._c_pos:#x}")
+        elif not _zero(acc):
+            self._error(True, f"truncated fatbin entry at {self._acc_pos:#x}")
+        self._c_left = 0
+        self._search()
+
+    def _fat_entry(self, acc: bytearray, eof: bool) -> None:
+        at = self._acc_pos
+        if len(acc) < ENTRY_HEADER_MIN:
+            self._error(True, f"fatbin entry at {at:#x} is truncated")
+            return self._search()
+        h = parse_entry_header(acc)
+        if h.is_padding:
+            # zero padding at the end of a container body
+            left, self._c_left = self._c_left, 0
+            return self._search(left - ENTRY_HEADER_MIN)
+        if not h.valid_size():
+            self._error(True, f"fatbin entry header size {h.header_size} at {at:#x}")
+            return self._replay(acc)
+        if h.header_size + h.payload_size > self._c_left:
+            self._error(True, f"fatbin entry at {at:#x} runs past its container")
+            return self._replay(acc)
+        self._fat_add(h, at)
+
+    def _stop_cuda(self) -> None:
+        self._cuda = False
+        self._set_needles()
+        self._search()
+
+    # -- clang offload bundles -----------------------------------------------------------------
+
+    def _bundle(self, acc: bytearray, eof: bool) -> None:
+        def read(off: int, n: int) -> bytes:
+            if off + n > len(acc):
+                raise _NeedMore(off + n)
+            return bytes(acc[off : off + n])
+
+        try:
+            entries, extent = parse_bundle_header(
+                read, _NO_LIMIT, name=self.name, base=self._acc_pos
+            )
+        except _NeedMore as more:
+            if not eof and more.n <= MAX_HEADER_BYTES:
+                self._want(max(more.n, min(len(acc) * 4, MAX_HEADER_BYTES)))
+                return None
+            if eof and self._plausible_bundle(acc):
+                self._error(False, f"offload bundle at {self._acc_pos:#x} is truncated")
+                return self._search()
+            return self._reject(acc, eof)
+        except BinaryFormatError:
+            return self._reject(acc, eof)
+        if not entries or not all(_ID_RX.match(e.id) for e in entries):
+            return self._reject(acc, eof)
+        self._bundle_found([e.id for e in entries], "none")
+        if extent >= len(acc):
+            self._search(extent - len(acc))
+        else:
+            self._replay(acc[extent:])
+        return None
+
+    @staticmethod
+    def _plausible_bundle(acc: bytearray) -> bool:
+        if len(acc) < 32:
+            return False
+        count = int.from_bytes(acc[24:32], "little")
+        return 1 <= count <= MAX_BUNDLE_ENTRIES
+
+    def _bundle_found(self, ids: list[str], compression: str) -> None:
+        if self._bundles >= MAX_BUNDLES:
+            self._error(False, f"more than {MAX_BUNDLES} offload bundles")
+            self._hip = False
+            self._set_needles()
+            return
+        self._bundles += 1
+        if compression != "none":
+            self._hip_compressed.add(compression)
+        for i in ids:
+            if len(self._ids) >= MAX_TARGET_IDS and i not in self._ids:
+                self._error(False, f"more than {MAX_TARGET_IDS} target ids")
+                break
+            self._ids.add(i)
+
+    def _ccob_head(self, acc: bytearray, eof: bool) -> None:
+        hsize = ccob_header_size(acc)
+        if hsize is None:
+            return self._reject(acc, eof)
+        if len(acc) < hsize + 4:
+            if eof:
+                return self._reject(acc, eof)
+            self._want(hsize + 4)
+            return None
+        try:
+            h = parse_ccob_header(bytes(acc[:hsize]), name=self.name, pos=self._acc_pos)
+        except BinaryFormatError:
+            return self._reject(acc, eof)
+        if (h.total_size is not None and h.total_size <= hsize) or not _compressed_start(
+            h.method, acc[hsize : hsize + 4]
+        ):
+            return self._reject(acc, eof)
+        self._ccob = h
+        room = MAX_CCOB_INPUT if h.total_size is None else min(MAX_CCOB_INPUT, h.total_size - hsize)
+        self._want(hsize + min(room, _CCOB_FIRST))
+        self._handler = self._ccob_body
+        return None
+
+    def _ccob_body(self, acc: bytearray, eof: bool) -> None:
+        h = self._ccob
+        hsize = h.header_size
+        room = MAX_CCOB_INPUT if h.total_size is None else min(MAX_CCOB_INPUT, h.total_size - hsize)
+        have = len(acc) - hsize
+        try:
+            entries = ccob_entries(
+                bytes(acc[hsize:]), h.method, h.uncompressed_size, name=self.name
+            )
+        except BinaryFormatError as exc:
+            if not eof and have < room:
+                self._want(hsize + min(room, have * 4))
+                return None
+            self._error(False, str(exc))
+            entries = None
+        if entries is not None:
+            if not entries or not all(_ID_RX.match(e.id) for e in entries):
+                self._error(False, f"compressed bundle at {self._acc_pos:#x}: no target ids")
+            else:
+                self._bundle_found([e.id for e in entries], h.method)
+        if h.total_size is None:
+            # version 1 has no size: it ends at the next CCOB magic; raw bundle magics inside
+            # its compressed bytes are not looked for
+            self._plain = False
+            self._set_needles()
+            return self._replay(acc[hsize:])
+        if h.total_size >= len(acc):
+            return self._search(h.total_size - len(acc))
+        return self._replay(acc[h.total_size :])
+
+
+class CudaFatbinScanner(_StreamScanner):
+    """Stream analyzer for CUDA fatbins (``.nv_fatbin`` / ``__nv_relfatbin`` / ``.fatbin``)."""
+
+    def __init__(self, name: str = "<stream>") -> None:
+        super().__init__(cuda=True, hip=False, name=name)
+
+
+class HipBundleScanner(_StreamScanner):
+    """Stream analyzer for clang offload bundles, plain and compressed (``.hip_fatbin``)."""
+
+    def __init__(self, name: str = "<stream>") -> None:
+        super().__init__(cuda=False, hip=True, name=name)
+
+
+class GpuCodeScanner(_StreamScanner):
+    """Both in one pass: ``{"cuda": {...}, "hip": {...}}`` (either key absent), or None."""
+
+    def __init__(self, name: str = "<stream>") -> None:
+        super().__init__(cuda=True, hip=True, name=name)

@@ -1,0 +1,139 @@
+"""gpu-binaries: what the GPU code inside each shared library was built for.
+
+Every shared library (``*.so``, ``*.so.*``) and raw GPU code file (``*.fatbin``, ``*.cubin``,
+``*.hsaco``) is fed, as its layer streams, to :class:`gpusbom.binary.stream.GpuCodeScanner`
+(nothing is kept: ``max_size=0``); files that start with neither an ELF nor a fatbin/bundle
+magic are not scanned. For each file with device code, one observation:
+
+* ``name``: the file's stem (``libcublasLt``), ``version``: the soname's (``12.4.127``; the
+  bare major ``.so.12`` is not a version), ``ecosystem`` generic, evidence method ``elf``;
+* properties: ``cuda:sass`` (``sm_80,sm_90,sm_90a``), ``cuda:ptx`` (``compute_90``),
+  ``cuda:ptx-isa`` (``8.4``), ``cuda:lto``, ``cuda:compressed`` (``lz4,zstd``),
+  ``hip:targets`` (full target ids, host entries left out), ``hip:gfx``
+  (``gfx90a:xnack-``), ``hip:compressed``; comma-separated, sorted (architectures
+  numerically).
+
+No ``stack``/``product``: these are facts about a file, not a product. Fusion merges them
+into the package owning the file (the nvjpeg wheel then carries ``cuda:sass``) or into the
+stack collector's observation of the same file; set-valued properties of several files of
+one package are unioned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..binary.hipbundle import parse_target_id
+from ..binary.stream import GpuCodeScanner
+from ..fsview.spec import PathSpec
+from ..fsview.types import EntryKind
+from ..model import Component, ComponentType, EvidenceMethod
+from . import register
+from .base import CollectContext, Collector
+
+_SO_RX = re.compile(r"^(?P<stem>.+?)\.so(?:\.(?P<suffix>[0-9][0-9A-Za-z.]*))?$")
+_CODE_EXT = (".fatbin", ".cubin", ".hsaco")
+
+
+def _scanner() -> GpuCodeScanner:
+    return GpuCodeScanner()
+
+
+PATHS = tuple(
+    PathSpec(p, max_size=0, stream=_scanner)
+    for p in ("/**/*.so", "/**/*.so.*", "/**/*.fatbin", "/**/*.cubin", "/**/*.hsaco")
+)
+
+
+def name_version(path: str) -> tuple[str, str | None, bool]:
+    """(name, version, is_library) for a file path: ``libcudart.so.12.4.127`` ->
+    (``libcudart``, ``12.4.127``, True); ``k.fatbin`` -> (``k``, None, False)."""
+    base = path.rsplit("/", 1)[-1]
+    for ext in _CODE_EXT:
+        if base.endswith(ext):
+            return base[: -len(ext)] or base, None, False
+    m = _SO_RX.match(base)
+    if not m:
+        return base, None, True
+    suffix = m.group("suffix")
+    return m.group("stem"), suffix if suffix and "." in suffix else None, True
+
+
+def properties(analysis: dict[str, Any]) -> dict[str, str]:
+    props: dict[str, str] = {}
+    cuda = analysis.get("cuda") or {}
+    for key, prop in (
+        ("sass", "cuda:sass"),
+        ("ptx", "cuda:ptx"),
+        ("ptx_isa", "cuda:ptx-isa"),
+        ("lto", "cuda:lto"),
+        ("compressed", "cuda:compressed"),
+    ):
+        if cuda.get(key):
+            props[prop] = ",".join(cuda[key])
+    hip = analysis.get("hip") or {}
+    targets = [t for t in hip.get("targets") or () if not parse_target_id(t).is_host]
+    if targets:
+        props["hip:targets"] = ",".join(targets)
+    if hip.get("gfx"):
+        props["hip:gfx"] = ",".join(hip["gfx"])
+    if hip.get("compressed"):
+        props["hip:compressed"] = ",".join(hip["compressed"])
+    return props
+
+
+def _detail(analysis: dict[str, Any]) -> str:
+    parts = []
+    cuda = analysis.get("cuda")
+    if cuda and cuda.get("entries"):
+        parts.append(
+            f"{cuda['entries']} fatbin entries in {cuda['containers']} containers: "
+            f"{len(cuda['sass'])} SASS, {len(cuda['ptx'])} PTX, {len(cuda['lto'])} LTO targets"
+        )
+    hip = analysis.get("hip")
+    if hip and hip.get("targets"):
+        parts.append(f"{hip['bundles']} offload bundles: {len(hip['gfx'])} gfx targets")
+    return "; ".join(parts) or "GPU code"
+
+
+@register
+class GpuBinaries(Collector):
+    id = "gpu-binaries"
+    version = "1"
+    phase = 2
+    paths = PATHS
+
+    def collect(self, ctx: CollectContext) -> Iterable[Component]:
+        fs = ctx.fs
+        for entry in fs.entries():
+            analysis = entry.analysis
+            if not analysis or entry.kind not in (EntryKind.FILE, EntryKind.HARDLINK):
+                continue
+            path = entry.path
+            if entry.kind is EntryKind.HARDLINK:
+                target = fs.lookup(entry.linkname or "", follow=False) if entry.linkname else None
+                if target is not None and target.analysis is not None:
+                    continue  # reported at the file it links to
+            for kind in ("cuda", "hip"):
+                part = analysis.get(kind) or {}
+                if part.get("errors"):
+                    msgs = part.get("error_messages") or []
+                    ctx.unknown(
+                        f"{kind} device code partly undecodable ({part['errors']} errors)"
+                        + (f": {msgs[0]}" if msgs else ""),
+                        path,
+                    )
+            props = properties(analysis)
+            if not props:
+                continue
+            name, version, is_lib = name_version(path)
+            yield Component(
+                name=name,
+                version=version,
+                type=ComponentType.LIBRARY if is_lib else ComponentType.FILE,
+                properties=props,
+                evidence=[ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis))],
+                ecosystem="generic",
+            )

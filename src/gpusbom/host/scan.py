@@ -1,0 +1,148 @@
+"""``scan_host``: devices, drivers, firmware and the installed GPU stack of a host."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import __version__
+from ..fsview.types import Limits, NullProgress, ProgressSink, Spool
+from ..model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+from . import consistency, discover, nvml
+from .root import SNAPSHOT_DIR, HostRoot
+from .walk import host_view
+
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+@dataclass
+class HostScan:
+    result: ScanResult
+    root: HostRoot
+    view: Any  # FsView
+    nvml: dict[str, Any] | None
+
+
+def _load_nvml(root: HostRoot, use_nvml: bool) -> tuple[dict[str, Any] | None, str | None]:
+    recorded = root.snapshot_file("nvml.json")
+    if os.path.isfile(recorded):
+        with open(recorded, encoding="utf-8") as f:
+            data: dict[str, Any] = json.load(f)
+        return data, None
+    if not root.live:
+        return None, "NVML not queried: a mounted root's GPUs are not this machine's (no nvml.json)"
+    if not use_nvml:
+        return None, "NVML not queried (--no-nvml)"
+    return nvml.query()
+
+
+def _host_target(root: HostRoot, reference: str) -> Target:
+    info: dict[str, Any] = {}
+    meta = root.snapshot_file("host.json")
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            info = json.load(f)
+    machine = info.get("machine") or (_platform.machine() if root.live else None)
+    hostname = root.read_value("/proc/sys/kernel/hostname") or info.get("hostname")
+    return Target(
+        kind="host",
+        reference=reference,
+        source="host",
+        name=hostname or "host",
+        platform=f"linux/{_ARCH.get(machine, machine)}" if machine else None,
+    )
+
+
+def scan_host_full(
+    root: str = "/",
+    *,
+    paths: Sequence[str] = (),
+    collectors: Sequence[str] | None = None,
+    limits: Limits | None = None,
+    progress: ProgressSink | None = None,
+    use_nvml: bool = True,
+    analyze_binaries: bool = False,
+    while_open: Callable[[HostScan], None] | None = None,
+) -> HostScan:
+    """The host scan; ``while_open`` sees it while captured file content is still readable."""
+    from ..collectors.osrelease import read_os_release
+    from ..scan import build_matcher, run_collectors, select_collectors
+
+    if not os.path.isdir(root):
+        from ..errors import SourceNotFoundError
+
+        raise SourceNotFoundError(f"--root {root}: no such directory")
+    limits = limits or Limits()
+    _ = progress or NullProgress()
+    classes = select_collectors(collectors)
+    matcher = build_matcher(classes)
+    hroot = HostRoot(root)
+    reference = "host:/" if hroot.live else f"host:{root}"
+    nvml_data, nvml_why = _load_nvml(hroot, use_nvml)
+    with Spool(limits) as spool:
+        view = host_view(root, matcher, spool, limits, extra=paths,
+                         analyze_binaries=analyze_binaries)
+        target = _host_target(hroot, reference)
+        target.os_release = read_os_release(view)
+        components, unknowns = run_collectors(view, target, classes)
+        host_comps, facts = discover.discover(hroot, nvml_data)
+        hs = _finish(components, unknowns, host_comps, facts, classes, target, hroot, view,
+                     nvml_data, nvml_why)
+        if while_open is not None:
+            while_open(hs)
+    return hs
+
+
+def _finish(components: list[Component], unknowns: list[Unknown], host_comps: list[Component],
+            facts: discover.HostFacts, classes: Any, target: Target, hroot: HostRoot, view: Any,
+            nvml_data: dict[str, Any] | None, nvml_why: str | None) -> HostScan:
+    from ..scan import link_components, scan_timestamp
+    from ..stack import summarize
+
+    components.extend(host_comps)
+    relationships = link_components(components)
+    rels = {(r.source, r.type, r.target) for r in relationships}
+    # user-space driver libraries depend on the kernel module
+    kmod = facts.modules.get("nvidia")
+    pairs: list[tuple[Component, Component]] = list(facts.links)
+    if kmod is not None:
+        for c in components:
+            if c.properties.get("product") in ("libcuda", "libnvidia-ml",
+                                                 "libnvidia-ptxjitcompiler"):
+                pairs.append((c, kmod))
+    for a, b in pairs:
+        rels.add((a.bom_ref, "depends-on", b.bom_ref))
+    relationships = [Relationship(s, t, d) for s, t, d in sorted(rels)]
+    findings = consistency.check(components, facts)
+    if nvml_why and any(d.properties.get("vendor") == "nvidia" for d in facts.devices):
+        unknowns.append(Unknown("host", nvml_why))
+    for s in hroot.skipped:
+        unknowns.append(Unknown("host", f"skipped: {s.reason}", s.path))
+    for p in view.unreadable:
+        unknowns.append(Unknown("host", "skipped: permission denied (needs root)", p))
+    for note in facts.notes:
+        unknowns.append(Unknown("host", note))
+    result = ScanResult(
+        stacks=summarize(components),
+        target=target,
+        components=components,
+        relationships=relationships,
+        unknowns=unknowns,
+        tool=ToolInfo(name="gpusbom", version=__version__,
+                      collectors={**{c.id: c.version for c in classes}, "host": "1"}),
+        timestamp=scan_timestamp(),
+        findings=findings,
+    )
+    return HostScan(result=result, root=hroot, view=view, nvml=nvml_data)
+
+
+def scan_host(root: str = "/", **kwargs: Any) -> ScanResult:
+    """Scan the host (``/``) or a mounted node root / host snapshot at ``root``."""
+    return scan_host_full(root, **kwargs).result
+
+
+__all__ = ["SNAPSHOT_DIR", "HostScan", "scan_host", "scan_host_full"]

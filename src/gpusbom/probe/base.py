@@ -1,0 +1,120 @@
+"""The backend interface, shared by every probe backend module.
+
+A backend module defines one ``Backend`` subclass and decorates it with ``@register``.
+Both of its methods run inside a child process (``gpusbom.probe.worker``), never in
+the scanner's own process: a driver that hangs or crashes takes only the child down.
+
+- ``enumerate()`` returns the devices the runtime lists (``DeviceInfo``), or raises
+  ``ProbeSkipped`` (no runtime / driver / device / permission) or ``ProbeError``.
+- ``run(device_id, kernels)`` launches the matmul kernel on one device and returns a
+  ``RunOutcome``: the device result is compared with the CPU reference by the caller
+  (``kernel.max_abs_error``), never by the backend.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .kernel import KernelSet
+
+_REGISTRY: dict[str, type[Backend]] = {}
+
+
+class ProbeSkipped(Exception):
+    """Nothing to probe here: no runtime, no driver, no device, no permission."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ProbeError(Exception):
+    """The runtime reported an error: its code and name (e.g. ``CL_DEVICE_NOT_AVAILABLE``)."""
+
+    def __init__(self, code: int | None, name: str | None, message: str = "") -> None:
+        super().__init__(f"{name or code}: {message}" if message else f"{name or code}")
+        self.code = code
+        self.name = name
+        self.message = message
+
+
+@dataclass
+class DeviceInfo:
+    id: str  # the backend's own index, passed back to run()
+    name: str
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    result: bytes  # N*N float32, row-major, as the device wrote it
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    id: ClassVar[str]
+    display: ClassVar[str]
+    #: set when this backend enumerates devices but cannot launch the kernel at all:
+    #: the runner then reports each device ``skipped`` with this reason, spawning nothing
+    launch_skip: ClassVar[str | None] = None
+
+    @abstractmethod
+    def enumerate(self) -> list[DeviceInfo]: ...
+
+    def isolate(self, device_id: str, facts: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """(id to pass to the device's child, extra environment for it): a backend may
+        restrict the child to its one device so the runtime initialises only that one."""
+        return device_id, {}
+
+    @abstractmethod
+    def run(self, device_id: str, kernels: KernelSet) -> RunOutcome: ...
+
+
+#: backend id -> module of this package (imported only where needed: mostly in the child)
+BACKEND_MODULES = {
+    "cuda": "cuda",
+    "hip": "hip",
+    "level-zero": "level_zero",
+    "opencl": "opencl",
+    "sycl": "sycl",
+    "vulkan": "vulkan",
+}
+
+
+def backend(backend_id: str) -> Backend:
+    importlib.import_module(f"{__package__}.{BACKEND_MODULES[backend_id]}")
+    return _REGISTRY[backend_id]()
+
+
+def register(cls: type[Backend]) -> type[Backend]:
+    _REGISTRY[cls.id] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Backend]]:
+    return _REGISTRY
+
+
+def load_library(names: list[str], what: str) -> ctypes.CDLL:
+    """dlopen the first of ``names`` that loads; ProbeSkipped naming them all otherwise."""
+    errors: list[str] = []
+    for name in names:
+        try:
+            return ctypes.CDLL(name)
+        except OSError as exc:
+            errors.append(str(exc).split(":")[-1].strip() or name)
+    raise ProbeSkipped(f"no {what}: {names[0]} not found")
+
+
+def pci_bus_id(domain: int, bus: int, device: int, function: int = 0) -> str:
+    """``0000:3b:00.0``: the form nvidia-smi and sysfs use (lower case)."""
+    return f"{domain:04x}:{bus:02x}:{device:02x}.{function:x}"
+
+
+def uuid_text(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

@@ -1,0 +1,220 @@
+"""OpenCL through pyopencl: every platform the ICD loader lists, every device of each.
+
+Device ids are ``PLATFORM:DEVICE`` indices in the loader's order.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import kernel as K
+from .base import Backend, DeviceInfo, ProbeError, ProbeSkipped, RunOutcome, pci_bus_id, register
+
+#: used when pyopencl cannot name a status code (cl.h values)
+ERROR_NAMES = {
+    -1: "CL_DEVICE_NOT_FOUND", -2: "CL_DEVICE_NOT_AVAILABLE", -3: "CL_COMPILER_NOT_AVAILABLE",
+    -4: "CL_MEM_OBJECT_ALLOCATION_FAILURE", -5: "CL_OUT_OF_RESOURCES", -6: "CL_OUT_OF_HOST_MEMORY",
+    -11: "CL_BUILD_PROGRAM_FAILURE", -30: "CL_INVALID_VALUE", -33: "CL_INVALID_DEVICE",
+    -34: "CL_INVALID_CONTEXT", -36: "CL_INVALID_COMMAND_QUEUE", -45: "CL_INVALID_PROGRAM_EXECUTABLE",
+    -46: "CL_INVALID_KERNEL_NAME", -54: "CL_INVALID_WORK_GROUP_SIZE",
+    -1001: "CL_PLATFORM_NOT_FOUND_KHR",
+}
+
+
+def _cl() -> Any:
+    try:
+        import pyopencl as cl
+    except ImportError as exc:
+        raise ProbeSkipped(f"pyopencl is not installed ({exc})") from None
+    except OSError as exc:  # the wheel's loader could not be opened
+        raise ProbeSkipped(f"no OpenCL ICD loader ({exc})") from None
+    return cl
+
+
+def _error_name(cl: Any, code: int | None) -> str | None:
+    if code is None:
+        return None
+    if code in ERROR_NAMES:
+        return ERROR_NAMES[code]
+    for k, v in vars(cl.status_code).items():
+        if isinstance(v, int) and v == code and k.isupper():
+            return "CL_" + k
+    return f"CL_ERROR_{code}"
+
+
+def _as_probe_error(cl: Any, exc: Exception, what: str) -> ProbeError:
+    code = getattr(exc, "code", None)
+    if not isinstance(code, int):
+        inner = exc.args[0] if exc.args else None
+        code = getattr(inner, "code", None)
+    text = str(exc).strip()
+    return ProbeError(code if isinstance(code, int) else None, _error_name(cl, code),
+                      f"{what}: {text[:2000]}")
+
+
+def _platforms(cl: Any) -> list[Any]:
+    try:
+        plats = cl.get_platforms()
+    except cl.Error as exc:
+        code = getattr(exc, "code", None)
+        if code == -1001:
+            raise ProbeSkipped("the OpenCL ICD loader lists no platform (CL_PLATFORM_NOT_FOUND_KHR)") from None
+        raise _as_probe_error(cl, exc, "clGetPlatformIDs") from None
+    if not plats:
+        raise ProbeSkipped("the OpenCL ICD loader lists no platform")
+    return list(plats)
+
+
+def _devices(cl: Any, platform: Any) -> list[Any]:
+    try:
+        return list(platform.get_devices())
+    except cl.Error as exc:
+        if getattr(exc, "code", None) == -1:  # CL_DEVICE_NOT_FOUND: an empty platform
+            return []
+        raise _as_probe_error(cl, exc, f"clGetDeviceIDs on {platform.name}") from None
+
+
+def _info(dev: Any, cl: Any, name: str) -> Any:
+    param = getattr(cl.device_info, name, None)
+    if param is None:
+        return None
+    try:
+        return dev.get_info(param)
+    except Exception:  # noqa: BLE001 - an extension the device lacks
+        return None
+
+
+def _facts(cl: Any, platform: Any, dev: Any) -> dict[str, str]:
+    f: dict[str, str] = {
+        "platform": platform.name.strip(),
+        "platform-version": platform.version.strip(),
+        "vendor": dev.vendor.strip(),
+        "runtime-version": dev.version.strip(),
+        "driver-version": dev.driver_version.strip(),
+        "opencl-c-version": dev.opencl_c_version.strip(),
+        "device-type": ",".join(n.lower() for n in ("GPU", "CPU", "ACCELERATOR", "CUSTOM")
+                                if dev.type & getattr(cl.device_type, n, 0)) or str(dev.type),
+        "max-work-group-size": str(dev.max_work_group_size),
+        "local-memory-bytes": str(dev.local_mem_size),
+        "compute-units": str(dev.max_compute_units),
+        "global-memory-bytes": str(dev.global_mem_size),
+    }
+    ext = dev.extensions.split()
+    if "cl_nv_device_attribute_query" in ext:
+        major, minor = _info(dev, cl, "COMPUTE_CAPABILITY_MAJOR_NV"), _info(dev, cl, "COMPUTE_CAPABILITY_MINOR_NV")
+        if major is not None and minor is not None:
+            f["compute-capability"] = f"{major}.{minor}"
+            f["isa"] = f"sm_{major}{minor}"
+        warp = _info(dev, cl, "WARP_SIZE_NV")
+        if warp:
+            f["simd-width"] = str(warp)
+        bus, slot = _info(dev, cl, "PCI_BUS_ID_NV"), _info(dev, cl, "PCI_SLOT_ID_NV")
+        if bus is not None and slot is not None:
+            domain = _info(dev, cl, "PCI_DOMAIN_ID_NV") or 0
+            # CL_DEVICE_PCI_SLOT_ID_NV is the PCI device number (seen on an H200: 6 for 00:06.0)
+            f["pci-bus-id"] = pci_bus_id(int(domain), int(bus), int(slot), 0)
+    if "cl_amd_device_attribute_query" in ext:
+        wave = _info(dev, cl, "WAVEFRONT_WIDTH_AMD")
+        if wave:
+            f["simd-width"] = str(wave)
+        board = _info(dev, cl, "BOARD_NAME_AMD")
+        if board:
+            f["board-name"] = str(board).strip()
+        f["isa"] = dev.name.split(":")[0].strip()  # "gfx90a:sramecc+:xnack-"
+        topo = _info(dev, cl, "TOPOLOGY_AMD")
+        if topo is not None and all(hasattr(topo, a) for a in ("bus", "device", "function")):
+            f["pci-bus-id"] = pci_bus_id(0, int(topo.bus), int(topo.device), int(topo.function))
+    return f
+
+
+def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
+    try:
+        pi, di = (int(x) for x in device_id.split(":"))
+    except ValueError:
+        raise ProbeError(None, "INVALID_DEVICE_ID", f"bad OpenCL device id {device_id!r}") from None
+    plats = _platforms(cl)
+    if pi >= len(plats):
+        raise ProbeError(-33, "CL_INVALID_DEVICE", f"no platform {pi}")
+    devs = _devices(cl, plats[pi])
+    if di >= len(devs):
+        raise ProbeError(-33, "CL_INVALID_DEVICE", f"no device {di} on {plats[pi].name}")
+    return plats[pi], devs[di]
+
+
+@register
+class OpenCLBackend(Backend):
+    id = "opencl"
+    display = "OpenCL (pyopencl)"
+
+    def enumerate(self) -> list[DeviceInfo]:
+        cl = _cl()
+        out: list[DeviceInfo] = []
+        for pi, plat in enumerate(_platforms(cl)):
+            for di, dev in enumerate(_devices(cl, plat)):
+                try:
+                    facts = _facts(cl, plat, dev)
+                except cl.Error as exc:
+                    raise _as_probe_error(cl, exc, "clGetDeviceInfo") from None
+                out.append(DeviceInfo(f"{pi}:{di}", dev.name.strip(), facts))
+        if not out:
+            raise ProbeSkipped("no OpenCL device on any platform")
+        return out
+
+    def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
+        if kernels.opencl is None:
+            raise ProbeSkipped(f"kernel set {kernels.name} has no OpenCL kernel")
+        t0 = time.perf_counter()
+        cl = _cl()
+        import numpy as np
+
+        plat, dev = _find(cl, device_id)
+        facts = _facts(cl, plat, dev)
+        facts["init-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
+        if not dev.available:
+            raise ProbeError(-2, "CL_DEVICE_NOT_AVAILABLE", f"{dev.name.strip()} reports itself unavailable")
+        step = "clCreateContext"
+        try:
+            t1 = time.perf_counter()
+            ctx = cl.Context([dev])
+            queue = cl.CommandQueue(ctx)
+            facts["context-ms"] = f"{(time.perf_counter() - t1) * 1000:.1f}"
+            step = "clBuildProgram"
+            t0 = time.perf_counter()
+            prog = cl.Program(ctx, kernels.opencl).build()
+            facts["jit-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
+            knl = getattr(prog, kernels.entry)
+            step = "clGetKernelWorkGroupInfo"
+            mult = knl.get_work_group_info(
+                cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, dev)
+            facts["preferred-work-group-multiple"] = str(mult)
+            try:  # OpenCL 2.1+ sub-groups
+                sg = knl.get_sub_group_info(
+                    dev, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (K.TILE, K.TILE))
+                if sg:
+                    facts["sub-group-size"] = str(sg)
+                    facts.setdefault("simd-width", str(sg))
+            except Exception:  # noqa: BLE001, S110 - no sub-group support
+                pass
+            step = "clCreateBuffer"
+            a, b = K.inputs()
+            a_np = np.frombuffer(a, dtype=np.float32)
+            b_np = np.frombuffer(b, dtype=np.float32)
+            mf = cl.mem_flags
+            a_d = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a_np)
+            b_d = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b_np)
+            c_host = np.full(K.N * K.N, np.nan, dtype=np.float32)
+            c_d = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=c_host)
+            step = "clEnqueueNDRangeKernel"
+            g = K.GROUPS * K.TILE
+            t1 = time.perf_counter()
+            knl(queue, (g, g), (K.TILE, K.TILE), a_d, b_d, c_d, np.uint32(K.N))
+            step = "clFinish"
+            queue.finish()
+            facts["kernel-ms"] = f"{(time.perf_counter() - t1) * 1000:.2f}"
+            step = "clEnqueueReadBuffer"
+            cl.enqueue_copy(queue, c_host, c_d)
+            queue.finish()
+        except cl.Error as exc:
+            raise _as_probe_error(cl, exc, step) from None
+        return RunOutcome(c_host.tobytes(), facts)

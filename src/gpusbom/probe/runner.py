@@ -1,0 +1,222 @@
+"""Runs the probe: every backend, every device, each in its own child process.
+
+Per backend one child enumerates the devices; then one child per device launches the
+kernel, all devices of all backends at once. Each child has its own deadline
+(``timeout``, 20 s by default): a hung kernel, a driver that never returns or a
+crash in a driver takes down that child only, is reported as ``timeout`` / ``error``,
+and the probe goes on with the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import ProbeOutcome, ProbeResult
+from . import kernel as K
+from .base import BACKEND_MODULES, backend
+
+DEFAULT_TIMEOUT = 20.0
+ALL_BACKENDS: tuple[str, ...] = tuple(BACKEND_MODULES)
+_KILL_GRACE = 5.0
+
+
+@dataclass
+class _Child:
+    args: list[str]
+    out: str
+    err: str
+    proc: subprocess.Popen[bytes] | None = None
+    start: float = 0.0
+    seconds: float = 0.0
+    timed_out: bool = False
+    stuck: bool = False  # did not exit even after SIGKILL
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # the child must import this very gpusbom, installed or not
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def _start(child: _Child, env: dict[str, str]) -> None:
+    with open(child.err, "wb") as err:
+        child.start = time.perf_counter()
+        child.proc = subprocess.Popen(
+            [sys.executable, "-m", "gpusbom.probe.worker", *child.args, child.out],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            env=env, start_new_session=True, close_fds=True,
+        )
+
+
+def _wait(child: _Child, timeout: float) -> None:
+    proc = child.proc
+    assert proc is not None
+    remaining = max(0.0, child.start + timeout - time.perf_counter())
+    try:
+        proc.wait(timeout=remaining)
+    except subprocess.TimeoutExpired:
+        child.timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group (new session)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=_KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            child.stuck = True  # in the driver, uninterruptibly; left behind, not waited for
+    child.seconds = time.perf_counter() - child.start
+
+
+def _payload(child: _Child) -> dict[str, Any] | None:
+    try:
+        with open(child.out, encoding="utf-8") as f:
+            return json.load(f)  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None
+
+
+def _stderr_tail(child: _Child, n: int = 400) -> str:
+    try:
+        with open(child.err, "rb") as f:
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode(errors="replace").strip()
+    return text[-n:]
+
+
+def _crash(child: _Child) -> tuple[int | None, str, str]:
+    rc = child.proc.returncode if child.proc else None
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"SIG{-rc}"
+        what = f"probe process killed by {name}"
+    else:
+        name = "PROBE_PROCESS_FAILED"
+        what = f"probe process exited with status {rc} and no result"
+    tail = _stderr_tail(child)
+    return rc, name, what + (f": {tail}" if tail else "")
+
+
+def _timeout_reason(child: _Child, timeout: float, what: str) -> str:
+    s = f"{what} did not finish within {timeout:g} s; killed"
+    if child.stuck:
+        s += " (the process did not exit after SIGKILL: stuck in the driver)"
+    return s
+
+
+def _backend_result(backend_id: str, child: _Child, timeout: float) -> ProbeResult | list[dict[str, Any]]:
+    """A backend-level ProbeResult, or the enumerated devices."""
+    secs = round(child.seconds, 3)
+    if child.timed_out:
+        return ProbeResult(backend_id, ProbeOutcome.TIMEOUT.value, seconds=secs,
+                           reason=_timeout_reason(child, timeout, "device enumeration"))
+    p = _payload(child)
+    if p is None:
+        code, name, reason = _crash(child)
+        return ProbeResult(backend_id, ProbeOutcome.ERROR.value, seconds=secs, error_code=code,
+                           error_name=name, reason=reason)
+    if p["status"] == "skipped":
+        return ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, seconds=secs, reason=p["reason"])
+    if p["status"] == "error":
+        return ProbeResult(backend_id, ProbeOutcome.ERROR.value, seconds=secs, error_code=p.get("code"),
+                           error_name=p.get("name"), reason=p.get("message") or None)
+    return list(p["devices"])
+
+
+def _device_result(backend_id: str, dev: dict[str, Any], child: _Child, timeout: float,
+                   kernel_name: str) -> ProbeResult:
+    r = ProbeResult(backend_id, ProbeOutcome.ERROR.value, device=dev["name"], device_id=dev["id"],
+                    kernel=kernel_name, facts=dict(dev.get("facts") or {}),
+                    seconds=round(child.seconds, 3))
+    if child.timed_out:
+        r.outcome = ProbeOutcome.TIMEOUT.value
+        r.reason = _timeout_reason(child, timeout, "the kernel")
+        return r
+    p = _payload(child)
+    if p is None:
+        r.error_code, r.error_name, r.reason = _crash(child)
+        return r
+    if p["status"] == "skipped":
+        r.outcome, r.reason = ProbeOutcome.SKIPPED.value, p["reason"]
+    elif p["status"] == "error":
+        r.error_code, r.error_name, r.reason = p.get("code"), p.get("name"), p.get("message") or None
+    else:
+        r.facts.update(p.get("facts") or {})
+        r.kernel = p.get("kernel") or kernel_name
+        err = float(p["max_abs_error"])
+        if err == 0.0:
+            r.outcome = ProbeOutcome.PASS.value
+            r.max_abs_error = 0.0
+        elif math.isfinite(err):
+            r.outcome, r.max_abs_error = ProbeOutcome.FAIL.value, err
+            r.reason = f"result differs from the CPU reference: max abs error {err:g}"
+        else:
+            r.outcome = ProbeOutcome.FAIL.value
+            r.reason = "result holds NaN or elements the kernel never wrote"
+    return r
+
+
+def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str],
+                   kernel_name: str) -> list[ProbeResult]:
+    tag = backend_id.replace("-", "_")
+    enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
+                  os.path.join(tmp, f"{tag}.enum.err"))
+    _start(enum, env)
+    _wait(enum, timeout)
+    got = _backend_result(backend_id, enum, timeout)
+    if isinstance(got, ProbeResult):
+        return [got]
+    launch_skip = backend(backend_id).launch_skip
+    if launch_skip:
+        return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"], device_id=d["id"],
+                            facts=dict(d.get("facts") or {}), reason=launch_skip) for d in got]
+    be = backend(backend_id)
+    children: list[tuple[dict[str, Any], _Child]] = []
+    for i, dev in enumerate(got):
+        child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}))
+        c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.{i}.json"),
+                   os.path.join(tmp, f"{tag}.{i}.err"))
+        _start(c, {**env, **extra} if extra else env)
+        children.append((dev, c))
+    for _, c in children:
+        _wait(c, timeout)
+    results = [_device_result(backend_id, dev, c, timeout, kernel_name) for dev, c in children]
+    for r in results:
+        r.facts["enumerate-ms"] = f"{enum.seconds * 1000:.0f}"
+    return results
+
+
+def run_probes(backends: Sequence[str] | None = None, *,
+               timeout: float = DEFAULT_TIMEOUT) -> list[ProbeResult]:
+    """Probe every device of every backend (or of ``backends``); never raises for a device."""
+    ids = list(dict.fromkeys(backends or ALL_BACKENDS))
+    unknown = [b for b in ids if b not in BACKEND_MODULES]
+    if unknown:
+        raise ValueError(f"unknown probe backend(s): {', '.join(unknown)}; "
+                         f"choose from: {', '.join(ALL_BACKENDS)}")
+    if timeout <= 0:
+        raise ValueError("the probe timeout must be positive")
+    kernel_name = K.kernels().name
+    env = _child_env()
+    with tempfile.TemporaryDirectory(prefix="gpusbom-probe-") as tmp, \
+            ThreadPoolExecutor(max_workers=len(ids)) as pool:
+        futures = [pool.submit(_probe_backend, b, timeout, tmp, env, kernel_name) for b in ids]
+        results = [r for f in futures for r in f.result()]
+    return results
