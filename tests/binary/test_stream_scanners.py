@@ -27,6 +27,8 @@ from gpusbom.binary import scan_binary
 from gpusbom.binary.stream import CudaFatbinScanner, GpuCodeScanner, HipBundleScanner
 
 SEEDS = (1, 2, 3)
+# HIP host binaries import __hipRegisterFatBinary: ELF files are searched for bundles after it
+DYNSTR = b"\0libamdhip64.so.5\0__hipRegisterFatBinary\0"
 
 
 def seekable(data: bytes) -> dict[str, Any] | None:
@@ -165,7 +167,7 @@ def test_ccob_bundles(version: int, method: str) -> None:
     two = make_ccob(make_bundle(items), version=version, method=method) + make_ccob(
         make_bundle(_ITEMS[:2]), version=version, method=method
     )
-    elf = make_elf([(".text", rng.randbytes(5000)), (".hip_fatbin", two)])
+    elf = make_elf([(".dynstr", DYNSTR), (".text", rng.randbytes(5000)), (".hip_fatbin", two)])
     want = assert_agree(elf)
     assert want is not None
     assert want["hip"]["compressed"] == [method]
@@ -176,6 +178,7 @@ def test_fatbin_and_bundle_in_one_file() -> None:
     fat = make_fatbin([make_fatbin_entry(2, 90, flags=0x100011), make_fatbin_entry(1, 90)])
     elf = make_elf(
         [
+            (".dynstr", DYNSTR),
             (".rodata", b"__CLANG_OFFLOAD_BUNDLE__\0CCOB\0" + bytes(100)),  # string literals
             (".nv_fatbin", fat + bytes(8) + fat),
             (".hip_fatbin", make_bundle(_ITEMS)),
@@ -215,7 +218,9 @@ def test_magic_split_at_every_offset() -> None:
 def test_mutated_and_truncated_inputs_never_raise() -> None:
     base = nvidia_library("nvjpeg-cu13").read_bytes()[:600_000]
     fat_at = base.find(b"\x50\xed\x55\xba")
-    bundle = make_elf([(".hip_fatbin", make_ccob(make_bundle(_ITEMS), version=3))])
+    bundle = make_elf(
+        [(".dynstr", DYNSTR), (".hip_fatbin", make_ccob(make_bundle(_ITEMS), version=3))]
+    )
     rng = random.Random(42)
     for src, hot in ((base, fat_at), (bundle, 64)):
         for _ in range(150):
@@ -245,3 +250,9 @@ def test_hostile_sizes_stay_bounded() -> None:
     assert len(s._acc) <= 8 << 20
     r = s.close()
     assert r is None or isinstance(r, dict)
+
+
+def test_elf_without_hip_runtime_import_is_not_searched_for_bundles() -> None:
+    elf = make_elf([(".hip_fatbin", make_bundle(_ITEMS))])
+    assert streamed(elf, None) is None
+    assert streamed(make_bundle(_ITEMS), 3) == seekable(make_bundle(_ITEMS))  # raw bundle file

@@ -82,7 +82,13 @@ _NO_LIMIT = 1 << 62
 _ID_RX = re.compile(r"[A-Za-z0-9_.]+-[!-~]*\Z")
 
 # candidate kinds
-_K_FAT, _K_BUNDLE, _K_CCOB = 0, 1, 2
+_K_FAT, _K_BUNDLE, _K_CCOB, _K_HIPREG = 0, 1, 2, 3
+#: A host binary with HIP device code imports this from the HIP runtime: its name is in the
+#: dynamic string table, near the start of the file, before any ``.hip_fatbin``. Bundles are
+#: only looked for in ELF files once it was seen (in the first :data:`HIP_GATE_WINDOW` bytes),
+#: which spares CUDA and CPU libraries two of the three searches.
+_HIPREG = b"__hipRegisterFatBinary"
+HIP_GATE_WINDOW = 256 << 20
 
 
 class _NeedMore(Exception):
@@ -114,6 +120,7 @@ class _StreamScanner:
         self._cuda = cuda
         self._hip = hip
         self._plain = hip  # look for uncompressed bundles (off inside a v1 CCOB bundle)
+        self._hip_gate = False  # ELF: bundles are looked for only after _HIPREG was seen
         self._off = False  # not a binary (or nothing left to look for): feed is a no-op
         self._head: bytes | None = b""  # first bytes until the file type is known
         self._pos = 0  # stream offset of the next byte to process
@@ -149,7 +156,10 @@ class _StreamScanner:
         needles: list[tuple[int, bytes]] = []
         if self._cuda:
             needles.append((_K_FAT, _FAT))
-        if self._hip:
+        if self._hip_gate:
+            if self._pos < HIP_GATE_WINDOW:
+                needles.append((_K_HIPREG, _HIPREG))
+        elif self._hip:
             if self._plain:
                 needles.append((_K_BUNDLE, BUNDLE_MAGIC))
             needles.append((_K_CCOB, CCOB_MAGIC))
@@ -180,6 +190,9 @@ class _StreamScanner:
                 self._off = True
                 self._head = None
                 return
+            if self._hip and head[:4] == ELF_MAGIC:
+                self._hip_gate = True
+                self._set_needles()
             if self._head:  # bytes held back from earlier (tiny) chunks
                 chunk = self._head + bytes(chunk)
             self._head = None
@@ -320,6 +333,12 @@ class _StreamScanner:
         """Search ``chunk[i:]`` (plus the boundary with the previous chunk); start the first
         candidate found and return the index to go on from, or -1 when there was none."""
         n = len(chunk)
+        if self._hip_gate and self._pos >= HIP_GATE_WINDOW:
+            self._hip_gate = False
+            self._hip = False
+            self._set_needles()
+            if not self._needles:
+                return -1
         tail = self._tail
         best = -1
         best_kind = -1
@@ -359,6 +378,11 @@ class _StreamScanner:
         return best
 
     def _start(self, kind: int, pos: int, prefill: bytearray) -> None:
+        if kind == _K_HIPREG:  # a HIP host binary: look for bundles from here on
+            self._hip_gate = False
+            self._set_needles()
+            self._search()
+            return
         if kind == _K_FAT:
             handler, need = self._fat_container, CONTAINER_HEADER_SIZE
         elif kind == _K_BUNDLE:
