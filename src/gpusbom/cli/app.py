@@ -175,7 +175,10 @@ def scan(
     if debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     try:
-        registry = _registry_options(username, password_stdin, insecure_registry)
+        # a host scan pulls nothing: leave the registry client unimported unless asked for
+        registry = None if ((host or root or paths) and username is None and not password_stdin
+                            and not insecure_registry) \
+            else _registry_options(username, password_stdin, insecure_registry)
     except Exception as exc:  # noqa: BLE001 - usage errors become exit codes
         raise typer.Exit(_fail(exc, debug)) from None
     scan_kwargs = {
@@ -236,7 +239,6 @@ def _scan(
     debug: bool,
     scan_kwargs: dict[str, Any],
 ) -> int:
-    from ..scan import scan as do_scan
     from ..writers import WriterOptions
     from .output import emit, parse_outputs
     from .progress import RichProgress, wants_progress
@@ -266,6 +268,8 @@ def _scan(
 
                     attach_probes(result, probing())
             else:
+                from ..scan import scan as do_scan
+
                 result = do_scan(ref, progress=progress, **scan_kwargs)
         emit(result, specs, options)
         if strict and result.unknowns:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
-
-
 class RichProgress:
     """Implements ``fsview.types.ProgressSink``."""
 
     def __init__(self) -> None:
+        # rich loads only when a terminal shows the progress (not for -q or redirected runs)
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TransferSpeedColumn,
+        )
+
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

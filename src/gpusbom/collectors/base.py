@@ -14,7 +14,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
+from ..fsview.types import EntryKind
 from ..model import Component, Evidence, Target, Unknown
+
+_SYMLINK = EntryKind.SYMLINK
 
 if TYPE_CHECKING:
     from ..fsview.spec import PathSpec
@@ -35,21 +38,57 @@ class OwnershipIndex:
         self._owners: dict[str, Component] = {}
         self._dirs: dict[str, str] = {}
 
+    def _dir(self, head: str) -> str:
+        """The real path of directory ``head`` without its trailing slash ("" for "/").
+
+        Resolved one component at a time on top of the (cached) parent: only a
+        component that is a symlink costs a full ``realpath``.
+        """
+        real = self._dirs.get(head)
+        if real is not None:
+            return real
+        entries = getattr(self._fs, "_entries", None)
+        cut = head.rfind("/")
+        name = head[cut + 1:]
+        if entries is None or cut < 0 or name in ("", ".", ".."):
+            real = self._realpath(head)
+        else:
+            cand = self._dir(head[:cut]) + "/" + name
+            e = entries.get(cand)
+            real = self._realpath(head) if e is not None and e.kind is _SYMLINK else cand
+        self._dirs[head] = real
+        return real
+
+    def _realpath(self, head: str) -> str:
+        try:
+            real = self._fs.realpath(head or "/")
+        except Exception:  # noqa: BLE001 - a loop elsewhere must not break ownership
+            real = head
+        return real.rstrip("/") or ""
+
     def _key(self, path: str) -> str:
         head, _, name = path.rstrip("/").rpartition("/")
-        real = self._dirs.get(head)
-        if real is None:
-            try:
-                real = self._fs.realpath(head or "/")
-            except Exception:  # noqa: BLE001 - a loop elsewhere must not break ownership
-                real = head
-            self._dirs[head] = real
-        return (real.rstrip("/") or "") + "/" + name
+        return self._dir(head) + "/" + name
 
     def add(self, component: Component, paths: Iterable[str]) -> None:
+        # hot loop (a CUDA image or a torch venv claims 100k+ paths): the directory
+        # cache is consulted inline; one realpath per distinct directory
+        setdefault = self._owners.setdefault
+        dirs_get = self._dirs.get
+        resolve = self._dir
         for p in paths:
-            if p:
-                self._owners.setdefault(self._key(p), component)
+            if not p:
+                continue
+            if p[-1] == "/":
+                p = p.rstrip("/")
+            cut = p.rfind("/")
+            if cut < 0:
+                setdefault(resolve("") + "/" + p, component)
+                continue
+            real = dirs_get(p[:cut])
+            if real is None:
+                real = resolve(p[:cut])
+            setdefault(real + p[cut:], component)
 
     def owner(self, path: str) -> Component | None:
         return self._owners.get(self._key(path))

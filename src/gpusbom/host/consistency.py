@@ -67,11 +67,11 @@ def cuda_support(release: str, driver: str) -> tuple[str, str] | None:
         return None
     floor = table["minor_version_compatibility_floor"].get(mm.split(".")[0])
     if floor and _vt(driver) >= _vt(floor):
-        return ("low", f"CUDA {mm} needs driver >= {need} for full support; {driver} runs it only "
+        return ("low", (f"CUDA {mm} needs driver >= {need} for full support; {driver} runs it only "
                        f"through minor-version compatibility (>= {floor}.x: no newer PTX JIT, "
-                       "limited features)")
-    return ("high", f"CUDA {mm} needs driver >= {need} (minor-version compatibility: >= "
-                    f"{floor or '?'}.x); the driver is {driver}")
+                       "limited features)"))
+    return ("high", (f"CUDA {mm} needs driver >= {need} (minor-version compatibility: >= "
+                    f"{floor or '?'}.x); the driver is {driver}"))
 
 
 def check(components: list[Component], facts: HostFacts) -> list[Finding]:

@@ -135,10 +135,16 @@ def kernel_modules(root: HostRoot, facts: HostFacts) -> list[Component]:
             facts.kernel_driver[vendor] = version
         facts.modules[name] = c
         out.append(c)
+    seen: set[tuple[str, str]] = set()
     for name, c in facts.modules.items():
         for user in loaded.get(name, []):
-            if user in facts.modules:
+            if user in facts.modules and (user, name) not in seen:
+                seen.add((user, name))
                 facts.links.append((facts.modules[user], c))
+    # the NVIDIA modules all need nvidia.ko, also where /proc/modules hides its users
+    for user in ("nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem"):
+        if user in facts.modules and "nvidia" in facts.modules and (user, "nvidia") not in seen:
+            facts.links.append((facts.modules[user], facts.modules["nvidia"]))
     return out
 
 
@@ -196,7 +202,7 @@ def _device(root: HostRoot, facts: HostFacts, addr: str, base: str, cls: str, ve
     driver = link.rsplit("/", 1)[-1] if link else None
     props["driver"] = driver or "none"
     evs = [_ev(base, f"vendor={vendor_id} device={device_id} class={cls} driver={driver or 'none'}")]
-    name = f"pci-{vendor_id[2:]}-{device_id[2:] if device_id.startswith('0x') else device_id}"
+    name = f"pci-{vendor_id[2:]}-{device_id.removeprefix('0x')}"
     firmware: list[Component] = []
     if vkey == "nvidia":
         info_path = f"/proc/driver/nvidia/gpus/{addr}/information"
@@ -299,8 +305,8 @@ def _device(root: HostRoot, facts: HostFacts, addr: str, base: str, cls: str, ve
     mod = facts.modules.get(driver.replace("-", "_")) if driver else None
     if mod is not None:
         facts.links.append((dev, mod))
-    for fw in firmware:
-        facts.links.append((dev, fw))
+    for part in firmware:
+        facts.links.append((dev, part))
     return [dev, *firmware]
 
 

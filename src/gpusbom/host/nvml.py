@@ -8,6 +8,7 @@ The same dict is what ``host-snapshot`` records as ``nvml.json``.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 ARCHITECTURES = {
@@ -42,10 +43,8 @@ def query() -> tuple[dict[str, Any] | None, str | None]:
     try:
         return _query(pynvml), None
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _query(nv: Any) -> dict[str, Any]:

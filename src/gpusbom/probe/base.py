@@ -65,10 +65,19 @@ class Backend(ABC):
     @abstractmethod
     def enumerate(self) -> list[DeviceInfo]: ...
 
-    def isolate(self, device_id: str, facts: dict[str, str]) -> tuple[str, dict[str, str]]:
+    def isolate(self, device_id: str, facts: dict[str, str],
+                workdir: str | None = None) -> tuple[str, dict[str, str]]:
         """(id to pass to the device's child, extra environment for it): a backend may
-        restrict the child to its one device so the runtime initialises only that one."""
+        restrict the child to its one device so the runtime initialises only that one.
+        ``workdir``: a private temporary directory the backend may write to."""
         return device_id, {}
+
+    def speculate(self) -> list[tuple[str, dict[str, str]]]:
+        """Device children that can start before the enumeration child has answered:
+        (child id, extra environment) pairs, each exactly what ``isolate`` gives for
+        one device, found from a cheap count (no runtime loaded, in the parent). The
+        runner keeps those ``isolate`` asks for again and kills the rest. [] when unsure."""
+        return []
 
     @abstractmethod
     def run(self, device_id: str, kernels: KernelSet) -> RunOutcome: ...

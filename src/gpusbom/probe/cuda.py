@@ -8,6 +8,7 @@ legacy 32-bit ABI), and every function gets its argtypes.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
 
@@ -147,6 +148,32 @@ def _nvidia_driver_version() -> str | None:
     return None
 
 
+def nvidia_proc_uuids(root: str = "/proc/driver/nvidia/gpus") -> dict[str, str | None]:
+    """PCI address (lower case) -> ``GPU-...`` UUID of every GPU the NVIDIA kernel driver
+    lists in procfs (None where the UUID is hidden or unreadable); {} without the driver."""
+    out: dict[str, str | None] = {}
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return out
+    for name in names:
+        uuid = None
+        try:
+            with open(os.path.join(root, name, "information"), encoding="utf-8",
+                      errors="replace") as f:
+                for line in f:
+                    key, _, val = line.partition(":")
+                    if key.strip() == "GPU UUID":
+                        val = val.strip()
+                        if val.startswith("GPU-") and "?" not in val:
+                            uuid = val
+                        break
+        except OSError:
+            pass
+        out[name.lower()] = uuid
+    return out
+
+
 def _version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
@@ -205,11 +232,22 @@ class CudaBackend(Backend):
             out.append(DeviceInfo(str(i), name, facts))
         return out
 
-    def isolate(self, device_id: str, facts: dict[str, str]) -> tuple[str, dict[str, str]]:
+    def isolate(self, device_id: str, facts: dict[str, str],
+                workdir: str | None = None) -> tuple[str, dict[str, str]]:
         # cuInit initialises every visible GPU: show the child only its own (by UUID)
         if facts.get("uuid"):
             return "0", {"CUDA_VISIBLE_DEVICES": facts["uuid"]}
         return device_id, {}
+
+    def speculate(self) -> list[tuple[str, dict[str, str]]]:
+        # the kernel driver lists its GPUs, with their UUIDs, without loading libcuda:
+        # one child per GPU starts at once, beside the enumeration child
+        if "CUDA_VISIBLE_DEVICES" in os.environ:
+            return []  # the driver's view is narrowed: let enumeration decide
+        uuids = nvidia_proc_uuids()
+        if not uuids or any(u is None for u in uuids.values()):
+            return []
+        return [("0", {"CUDA_VISIBLE_DEVICES": u}) for _, u in sorted(uuids.items()) if u]
 
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
         if kernels.cuda_ptx is None:

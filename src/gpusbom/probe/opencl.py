@@ -5,6 +5,9 @@ Device ids are ``PLATFORM:DEVICE`` indices in the loader's order.
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
+import os
 import time
 from typing import Any
 
@@ -128,15 +131,68 @@ def _facts(cl: Any, platform: Any, dev: Any) -> dict[str, str]:
     return f
 
 
+#: set by the runner for an isolated child (the ICD loader then lists one platform and,
+#: on NVIDIA, the driver one GPU): the platform's name and the device's PCI address
+ENV_PLATFORM = "GPUSBOM_OPENCL_PLATFORM"
+ENV_PCI = "GPUSBOM_OPENCL_PCI"
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _icd_library(platform: Any) -> str | None:
+    """The vendor ICD library behind ``platform``: an ICD platform object starts with a
+    pointer to its dispatch table (cl_icd_dispatch), whose entries are the vendor's own
+    functions; ``dladdr`` names the library holding ``clGetPlatformInfo``."""
+    try:
+        pid = int(platform.int_ptr)
+        psize = ctypes.sizeof(ctypes.c_void_p)
+        table = ctypes.c_void_p.from_address(pid).value if pid else None
+        fn = ctypes.c_void_p.from_address(table + psize).value if table else None
+        if not fn:
+            return None
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        dladdr.restype = ctypes.c_int
+        info = _DlInfo()
+        if dladdr(fn, ctypes.byref(info)) == 0 or not info.dli_fname:
+            return None
+        path = os.path.realpath(os.fsdecode(info.dli_fname))
+    except Exception:  # noqa: BLE001 - isolation is an optimisation only
+        return None
+    if not os.path.isfile(path) or os.path.basename(path).startswith("libOpenCL"):
+        return None  # the loader itself (a wrapping loader): no isolation
+    return path
+
+
 def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
     try:
         pi, di = (int(x) for x in device_id.split(":"))
     except ValueError:
         raise ProbeError(None, "INVALID_DEVICE_ID", f"bad OpenCL device id {device_id!r}") from None
     plats = _platforms(cl)
+    want = os.environ.get(ENV_PLATFORM)
+    if want:  # isolated: the loader lists only this platform (find it by name, not index)
+        named = [i for i, p in enumerate(plats) if p.name.strip() == want]
+        if named:
+            pi = named[0]
     if pi >= len(plats):
         raise ProbeError(-33, "CL_INVALID_DEVICE", f"no platform {pi}")
     devs = _devices(cl, plats[pi])
+    pci = os.environ.get(ENV_PCI)
+    if pci:  # isolated to one GPU: find it by PCI address
+        for i, d in enumerate(devs):
+            try:
+                if _facts(cl, plats[pi], d).get("pci-bus-id") == pci:
+                    di = i
+                    break
+            except Exception:  # noqa: BLE001, S112
+                continue
+        else:
+            raise ProbeError(-33, "CL_INVALID_DEVICE",
+                             f"no device at {pci} on {plats[pi].name.strip()}")
     if di >= len(devs):
         raise ProbeError(-33, "CL_INVALID_DEVICE", f"no device {di} on {plats[pi].name}")
     return plats[pi], devs[di]
@@ -151,15 +207,45 @@ class OpenCLBackend(Backend):
         cl = _cl()
         out: list[DeviceInfo] = []
         for pi, plat in enumerate(_platforms(cl)):
+            icd = _icd_library(plat)
             for di, dev in enumerate(_devices(cl, plat)):
                 try:
                     facts = _facts(cl, plat, dev)
                 except cl.Error as exc:
                     raise _as_probe_error(cl, exc, "clGetDeviceInfo") from None
+                if icd:
+                    facts["_icd"] = icd
                 out.append(DeviceInfo(f"{pi}:{di}", dev.name.strip(), facts))
         if not out:
             raise ProbeSkipped("no OpenCL device on any platform")
         return out
+
+    def isolate(self, device_id: str, facts: dict[str, str],
+                workdir: str | None = None) -> tuple[str, dict[str, str]]:
+        # the ICD loader initialises every vendor's platform (PoCL loads LLVM, NVIDIA every
+        # GPU): show the child only its platform's ICD and, on NVIDIA, only its GPU
+        lib, name = facts.get("_icd"), facts.get("platform")
+        if not lib or not name or not workdir:
+            return device_id, {}
+        # a vendors directory holding this one .icd file (ocl-icd and the Khronos loader
+        # both read OCL_ICD_VENDORS; ocl-icd lists nothing for OCL_ICD_FILENAMES beside an
+        # empty vendors directory)
+        vendors = os.path.join(workdir, "icd-" + hashlib.sha1(lib.encode()).hexdigest()[:12])
+        os.makedirs(vendors, exist_ok=True)
+        with open(os.path.join(vendors, "vendor.icd"), "w", encoding="utf-8") as f:
+            f.write(lib + "\n")
+        extra = {"OCL_ICD_VENDORS": vendors, ENV_PLATFORM: name}
+        if os.environ.get("OCL_ICD_FILENAMES"):
+            extra["OCL_ICD_FILENAMES"] = lib  # the caller's list would add its platforms
+        pci = facts.get("pci-bus-id")
+        if pci and "CUDA_VISIBLE_DEVICES" not in os.environ and \
+                "nvidia" in facts.get("vendor", "").lower():
+            from .cuda import nvidia_proc_uuids
+
+            uuid = nvidia_proc_uuids().get(pci)
+            if uuid:
+                extra.update({"CUDA_VISIBLE_DEVICES": uuid, ENV_PCI: pci})
+        return device_id, extra
 
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
         if kernels.opencl is None:

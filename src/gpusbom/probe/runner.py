@@ -173,32 +173,73 @@ def _device_result(backend_id: str, dev: dict[str, Any], child: _Child, timeout:
     return r
 
 
+def _kill(child: _Child) -> None:
+    """Stop a child whose answer is no longer needed (a speculative start nobody asked for)."""
+    proc = child.proc
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=_KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass  # stuck in the driver: left behind, as after a timeout
+
+
+def _public(facts: dict[str, Any] | None) -> dict[str, str]:
+    """Device facts without the runner-only ones (``_``-prefixed: e.g. an ICD path)."""
+    return {k: v for k, v in (facts or {}).items() if not str(k).startswith("_")}
+
+
 def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str],
                    kernel_name: str) -> list[ProbeResult]:
     tag = backend_id.replace("-", "_")
+    be = backend(backend_id)
     enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
                   os.path.join(tmp, f"{tag}.enum.err"))
     _start(enum, env)
-    _wait(enum, timeout)
-    got = _backend_result(backend_id, enum, timeout)
-    if isinstance(got, ProbeResult):
-        return [got]
-    launch_skip = backend(backend_id).launch_skip
-    if launch_skip:
-        return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"], device_id=d["id"],
-                            facts=dict(d.get("facts") or {}), reason=launch_skip) for d in got]
-    be = backend(backend_id)
-    children: list[tuple[dict[str, Any], _Child]] = []
-    for i, dev in enumerate(got):
-        child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}))
-        c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.{i}.json"),
-                   os.path.join(tmp, f"{tag}.{i}.err"))
+    # device children the backend can name before enumeration answers start now, beside it
+    spec: dict[tuple[str, tuple[tuple[str, str], ...]], _Child] = {}
+    try:
+        guesses = [] if be.launch_skip else be.speculate()
+    except Exception:  # noqa: BLE001 - a guess that fails costs nothing but the head start
+        guesses = []
+    for i, (child_id, extra) in enumerate(guesses):
+        key = (child_id, tuple(sorted(extra.items())))
+        if key in spec:
+            continue
+        c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.s{i}.json"),
+                   os.path.join(tmp, f"{tag}.s{i}.err"))
         _start(c, {**env, **extra} if extra else env)
-        children.append((dev, c))
+        spec[key] = c
+    try:
+        _wait(enum, timeout)
+        got = _backend_result(backend_id, enum, timeout)
+        if isinstance(got, ProbeResult):
+            return [got]
+        if be.launch_skip:
+            return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"],
+                                device_id=d["id"], facts=_public(d.get("facts")),
+                                reason=be.launch_skip) for d in got]
+        children: list[tuple[dict[str, Any], _Child]] = []
+        for i, dev in enumerate(got):
+            child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}), tmp)
+            c = spec.pop((child_id, tuple(sorted(extra.items()))), None)  # type: ignore[assignment]
+            if c is None:
+                c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.{i}.json"),
+                           os.path.join(tmp, f"{tag}.{i}.err"))
+                _start(c, {**env, **extra} if extra else env)
+            children.append((dev, c))
+    finally:
+        for c in spec.values():  # guessed, but not a device the runtime listed
+            _kill(c)
     for _, c in children:
         _wait(c, timeout)
     results = [_device_result(backend_id, dev, c, timeout, kernel_name) for dev, c in children]
     for r in results:
+        r.facts = _public(r.facts)
         r.facts["enumerate-ms"] = f"{enum.seconds * 1000:.0f}"
     return results
 
