@@ -204,6 +204,11 @@ class _StreamScanner:
             self._work.clear()
             self._off = True
 
+    @property
+    def done(self) -> bool:
+        """True once more data cannot change the result (not a binary, or gave up)."""
+        return self._off
+
     def close(self) -> dict[str, Any] | None:
         rounds = 0
         while self._handler is not None and not self._off and rounds < 1 << 16:

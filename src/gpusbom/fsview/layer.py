@@ -97,6 +97,11 @@ class Analyzers:
             except Exception as exc:  # noqa: BLE001 - isolation
                 self._errors.append(f"{getattr(f, '__name__', f)!s}: {exc!r}")
 
+    @property
+    def done(self) -> bool:
+        """Every analyzer said more data cannot change its result."""
+        return all(getattr(a, "done", False) for a in self._live)
+
     def feed(self, chunk: bytes) -> None:
         for a in self._live:
             try:
@@ -121,10 +126,11 @@ class Analyzers:
 
 
 def _analyze_member(member: Any, size: int, analyzers: Analyzers) -> None:
-    """Feed all of a member's data to ``analyzers`` (nothing is kept)."""
+    """Feed a member's data to ``analyzers`` piecewise (nothing is kept); stop as soon as
+    they are all done (a library that is not ELF, say): the rest is skipped, not copied."""
     left = size
-    read = member.read
-    while left > 0:
+    read = getattr(member, "read_some", None) or member.read
+    while left > 0 and not analyzers.done:
         chunk = read(min(STREAM_CHUNK, left))
         if not chunk:
             break

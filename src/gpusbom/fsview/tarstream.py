@@ -135,6 +135,16 @@ class TarMember:
         self._remaining = rem - n
         return data
 
+    def read_some(self, n: int) -> bytes:
+        """Up to ``n`` bytes of member data, possibly fewer, without joining buffers
+        (for consumers that take data piecewise, like stream analyzers)."""
+        rem = self._remaining
+        if rem <= 0:
+            return b""
+        data = self._parser.read_some(min(n, rem), self.name)
+        self._remaining = rem - len(data)
+        return data
+
     def __repr__(self) -> str:
         return f"TarMember({self.name!r}, {self.kind.value}, size={self.size})"
 
@@ -163,6 +173,14 @@ class _Parser:
 
     def _truncated(self, entry: str) -> LayerError:
         return LayerError(f"{self.name}: truncated tar (entry {entry})")
+
+    def read_some(self, n: int, entry: str) -> bytes:
+        read1 = getattr(self.f, "read1", None)
+        data = read1(n) if callable(read1) else self._read(n)
+        if not data:
+            raise self._truncated(entry)
+        self.pos += len(data)
+        return data
 
     def read_exact(self, n: int, entry: str) -> bytes:
         data = self._read(n)
