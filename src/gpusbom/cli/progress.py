@@ -43,6 +43,11 @@ class RichProgress:
         self._task = self._progress.add_task(desc, total=size)
         self._progress.refresh()  # show each layer at least once, even when it is quick
 
+    def layers_started(self, total: int, size: int | None, name: str) -> None:
+        """Several layers read at once, shown as one bar."""
+        self._task = self._progress.add_task(f"{total} layers", total=size)
+        self._progress.refresh()
+
     def advance(self, nbytes: int) -> None:
         if self._task is not None:
             self._progress.advance(self._task, nbytes)

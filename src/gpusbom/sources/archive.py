@@ -139,11 +139,24 @@ class _TarStore(BlobStore):
         return m
 
 
+def _has_fileno(f: BinaryIO) -> bool:
+    try:
+        f.fileno()
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+    return True
+
+
 class _SliceReader(io.RawIOBase):
-    """``size`` bytes of ``f`` from ``offset``, read with seeks (the file is shared)."""
+    """``size`` bytes of ``f`` from ``offset``. The file is shared by parallel layer
+    readers, so a real file is read with ``os.preadv`` (no shared seek position)."""
 
     def __init__(self, f: BinaryIO, offset: int, size: int, where: str) -> None:
         self._f, self._offset, self._size, self._pos, self._where = f, offset, size, 0, where
+        try:
+            self._fd: int | None = f.fileno() if hasattr(os, "preadv") else None
+        except (OSError, ValueError, io.UnsupportedOperation):
+            self._fd = None
 
     def readable(self) -> bool:
         return True
@@ -152,8 +165,11 @@ class _SliceReader(io.RawIOBase):
         n = min(len(b), self._size - self._pos)
         if n <= 0:
             return 0
-        self._f.seek(self._offset + self._pos)
-        got = self._f.readinto(memoryview(b)[:n])  # type: ignore[attr-defined]
+        if self._fd is not None:
+            got = os.preadv(self._fd, [memoryview(b)[:n]], self._offset + self._pos)
+        else:
+            self._f.seek(self._offset + self._pos)
+            got = self._f.readinto(memoryview(b)[:n])  # type: ignore[attr-defined]
         if not got:
             raise LayerError(f"{self._where}: unexpected end of archive")
         self._pos += got
@@ -162,6 +178,8 @@ class _SliceReader(io.RawIOBase):
 
 class SeekableTarStore(_TarStore):
     def __init__(self, f: BinaryIO, label: str, limits: Limits) -> None:
+        # layers are read with os.preadv from a shared descriptor: safe in parallel
+        self.parallel_safe = hasattr(os, "preadv") and _has_fileno(f)
         super().__init__(label, limits)
         self._f = f
         for m in iter_tar(f, limits=limits, name=label):

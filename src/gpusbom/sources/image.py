@@ -13,9 +13,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import platform as _platform
 import re
+import threading
 from abc import ABC, abstractmethod
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -198,6 +201,8 @@ class BlobStore(ABC):
 
     #: names the input in messages, e.g. "oci:/images/foo"
     label: str
+    #: layers may be read by several threads at once (each read opens its own stream)
+    parallel_safe: bool = False
 
     @abstractmethod
     def exists(self, path: str) -> bool: ...
@@ -698,13 +703,146 @@ def finish_layer(li: LayerIndex, layer: LayerPlan, where: str) -> LayerIndex:
     return li
 
 
-def read_layers(store: BlobStore, plan: ImagePlan, ctx: ReadContext) -> list[LayerIndex]:
-    out = []
+def layer_workers() -> int:
+    """Layers read at once. Each layer is inflated in its own thread, which releases the
+    GIL, so a second layer in flight uses a second core; ``GPUSBOM_LAYER_WORKERS`` overrides."""
+    env = os.environ.get("GPUSBOM_LAYER_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(3, os.cpu_count() or 1))
+
+
+def read_layers(
+    store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int | None = None
+) -> list[LayerIndex]:
+    """Stream every layer once: several at a time when the store allows it."""
     total = len(plan.layers)
-    for layer in plan.layers:
-        li = store.read_layer(layer.path, layer, total, ctx)
-        out.append(finish_layer(li, layer, store.label))
-    return out
+    n = layer_workers() if workers is None else workers
+    if not store.parallel_safe or n <= 1 or total <= 1:
+        out = []
+        for layer in plan.layers:
+            li = store.read_layer(layer.path, layer, total, ctx)
+            out.append(finish_layer(li, layer, store.label))
+        return out
+    return read_layers_parallel(store, plan, ctx, n)
+
+
+class SharedSpool:
+    """A per-layer view of the scan's Spool that is safe with parallel layer readers."""
+
+    def __init__(self, spool: Any, lock: threading.Lock) -> None:
+        self._spool = spool
+        self._lock = lock
+        self._seen = 0
+        self.limits = getattr(spool, "limits", None)
+        self.dir = getattr(spool, "dir", None)
+
+    def new_path(self) -> str:
+        with self._lock:
+            return str(self._spool.new_path())
+
+    @property
+    def bytes(self) -> int:
+        with self._lock:
+            self._seen = self._spool.bytes
+            return self._seen
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:  # "spool.bytes += n" from one thread: apply the delta
+        with self._lock:
+            self._spool.bytes += value - self._seen
+            self._seen = self._spool.bytes
+
+
+class CombinedProgress:
+    """Parallel layers shown as one task (the sink shows one layer at a time)."""
+
+    def __init__(self, sink: Any, total_bytes: int | None, layers: int, label: str) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        start_all = getattr(sink, "layers_started", None)
+        if callable(start_all):
+            start_all(layers, total_bytes, label)
+        else:
+            sink.layer_started(layers - 1, layers, total_bytes, label)
+
+    def layer_started(self, index: int, total: int, size: int | None, name: str) -> None:
+        pass
+
+    def advance(self, nbytes: int) -> None:
+        with self._lock:
+            self._sink.advance(nbytes)
+
+    def layer_done(self, index: int) -> None:
+        pass
+
+    def finish(self, layers: int) -> None:
+        with self._lock:
+            self._sink.layer_done(layers - 1)
+
+
+class LayersCancelled(Exception):
+    """Raised inside a layer reader once another layer has failed."""
+
+
+def read_layers_parallel(
+    store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int
+) -> list[LayerIndex]:
+    """Stream every layer once, ``workers`` at a time; results in order; first error wins.
+
+    Stores with a ``cancel`` event (the registry) stop their other downloads when a
+    layer fails; others finish the layers already started.
+    """
+    total = len(plan.layers)
+    if total == 0:
+        return []
+    sizes = [la.size for la in plan.layers]
+    total_bytes = (
+        sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+    )
+    progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
+    lock = threading.Lock()
+    cancel: threading.Event | None = getattr(store, "cancel", None)
+    failed = threading.Event()
+
+    def one(layer: LayerPlan) -> LayerIndex:
+        if failed.is_set():
+            raise LayersCancelled()
+        lctx = ReadContext(
+            matcher=ctx.matcher,
+            spool=SharedSpool(ctx.spool, lock),  # type: ignore[arg-type]
+            limits=ctx.limits,
+            progress=progress,
+            platform=ctx.platform,
+        )
+        try:
+            li = store.read_layer(layer.path, layer, total, lctx)
+        except BaseException:
+            failed.set()
+            raise
+        return finish_layer(li, layer, store.label)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, total)), thread_name_prefix="layer")
+    futures = [pool.submit(one, layer) for layer in plan.layers]
+    try:
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for fut in futures:
+            exc = fut.exception() if fut.done() else None
+            if exc is not None and not isinstance(exc, LayersCancelled) and not getattr(
+                exc, "cancelled_by_peer", False
+            ):
+                raise exc
+        return [fut.result() for fut in futures]
+    except BaseException:
+        failed.set()
+        if cancel is not None:
+            cancel.set()
+        for fut in futures:
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        progress.finish(total)
 
 
 def make_target(reference: str, scheme: str, plan: ImagePlan, layers: list[LayerIndex]) -> Target:

@@ -41,6 +41,8 @@ def _what(path: str) -> str:
 class DirStore(BlobStore):
     """A layout directory; paths never leave it and links are never followed."""
 
+    parallel_safe = True  # each layer opens its own file descriptor
+
     def __init__(self, root: str, label: str) -> None:
         self.label = label
         try:

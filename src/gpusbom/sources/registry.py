@@ -36,7 +36,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
@@ -59,14 +58,15 @@ from .image import (
     BlobStore,
     ImagePlan,
     LayerPlan,
+    LayersCancelled,
     check_manifest_type,
     check_platform,
     choose_manifest,
-    finish_layer,
     is_index,
     make_target,
     parse_json,
     plan_from_manifest,
+    read_layers_parallel,
     sha256_digest,
     split_reference,
 )
@@ -112,7 +112,7 @@ class RegistryError(InputError):
     """The registry refused us, or could not be reached / understood (exit 3)."""
 
 
-class _Cancelled(Exception):
+class _Cancelled(LayersCancelled):
     pass
 
 
@@ -1027,58 +1027,10 @@ class BlobStream(io.RawIOBase):
 # --------------------------------------------------------------------------- store, source
 
 
-class _SharedSpool:
-    """A per-layer view of the scan's Spool that is safe with parallel layer readers."""
-
-    def __init__(self, spool: Any, lock: threading.Lock) -> None:
-        self._spool = spool
-        self._lock = lock
-        self._seen = 0
-        self.limits = getattr(spool, "limits", None)
-        self.dir = getattr(spool, "dir", None)
-
-    def new_path(self) -> str:
-        with self._lock:
-            return str(self._spool.new_path())
-
-    @property
-    def bytes(self) -> int:
-        with self._lock:
-            self._seen = self._spool.bytes
-            return self._seen
-
-    @bytes.setter
-    def bytes(self, value: int) -> None:  # "spool.bytes += n" from one thread: apply the delta
-        with self._lock:
-            self._spool.bytes += value - self._seen
-            self._seen = self._spool.bytes
-
-
-class _PullProgress:
-    """Parallel layers shown as one task (the sink shows one layer at a time)."""
-
-    def __init__(self, sink: Any, total_bytes: int | None, layers: int, label: str) -> None:
-        self._sink = sink
-        self._lock = threading.Lock()
-        sink.layer_started(layers - 1, layers, total_bytes, label)
-
-    def layer_started(self, index: int, total: int, size: int | None, name: str) -> None:
-        pass
-
-    def advance(self, nbytes: int) -> None:
-        with self._lock:
-            self._sink.advance(nbytes)
-
-    def layer_done(self, index: int) -> None:
-        pass
-
-    def finish(self, layers: int) -> None:
-        with self._lock:
-            self._sink.layer_done(layers - 1)
-
-
 class RegistryStore(BlobStore):
     """Blob paths (``blobs/sha256/<hex>``) served by a registry repository."""
+
+    parallel_safe = True  # each layer is its own HTTP stream
 
     def __init__(self, client: RegistryClient, label: str) -> None:
         self.client = client
@@ -1121,53 +1073,6 @@ class RegistryStore(BlobStore):
 
 def _digest_of(path: str) -> str:
     return "sha256:" + path.rsplit("/", 1)[-1]
-
-
-def read_layers_parallel(
-    store: RegistryStore, plan: ImagePlan, ctx: ReadContext, workers: int
-) -> list[LayerIndex]:
-    """Stream every layer once, ``workers`` at a time; results in order; first error wins."""
-    total = len(plan.layers)
-    if total == 0:
-        return []
-    sizes = [la.size for la in plan.layers]
-    total_bytes = (
-        sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
-    )
-    progress = _PullProgress(ctx.progress, total_bytes, total, store.label)
-    lock = threading.Lock()
-
-    def one(layer: LayerPlan) -> LayerIndex:
-        lctx = ReadContext(
-            matcher=ctx.matcher,
-            spool=_SharedSpool(ctx.spool, lock),  # type: ignore[arg-type]
-            limits=ctx.limits,
-            progress=progress,
-            platform=ctx.platform,
-        )
-        li = store.read_layer(layer.path, layer, total, lctx)
-        return finish_layer(li, layer, store.label)
-
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, total)), thread_name_prefix="layer")
-    futures = [pool.submit(one, layer) for layer in plan.layers]
-    try:
-        wait(futures, return_when=FIRST_EXCEPTION)
-        for fut in futures:
-            if (
-                fut.done()
-                and fut.exception() is not None
-                and not isinstance(fut.exception(), _Cancelled)
-            ):
-                raise fut.exception()  # type: ignore[misc]
-        return [fut.result() for fut in futures]
-    except BaseException:
-        store.cancel.set()
-        for fut in futures:
-            fut.cancel()
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        progress.finish(total)
 
 
 class RegistrySource(Source):
