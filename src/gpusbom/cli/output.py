@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..model import ScanResult
-from ..writers import WriterOptions, all_writers, get_writer
+from ..writers import WriterOptions, all_writers, get_writer, has_writer
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def parse_outputs(values: list[str] | None) -> list[OutputSpec]:
     for v in values or ["table"]:
         fmt, sep, path = v.partition("=")
         fmt = fmt.strip()
-        if fmt not in all_writers():
+        if not has_writer(fmt):
             raise UsageError(
                 f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(all_writers())}"
             )

@@ -23,21 +23,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..binary.hipbundle import parse_target_id
-from ..binary.stream import GpuCodeScanner
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
 from .base import CollectContext, Collector
 
+if TYPE_CHECKING:
+    from ..binary.stream import GpuCodeScanner
+
+# gpusbom.binary (elftools, zstandard: ~110 ms) is imported only when a file is analysed:
+# host scans do not analyse binaries, and the import would cost them every run.
+
 _SO_RX = re.compile(r"^(?P<stem>.+?)\.so(?:\.(?P<suffix>[0-9][0-9A-Za-z.]*))?$")
 _CODE_EXT = (".fatbin", ".cubin", ".hsaco")
 
 
 def _scanner() -> GpuCodeScanner:
+    from ..binary.stream import GpuCodeScanner
+
     return GpuCodeScanner()
 
 
@@ -73,6 +79,8 @@ def properties(analysis: dict[str, Any]) -> dict[str, str]:
     ):
         if cuda.get(key):
             props[prop] = ",".join(cuda[key])
+    from ..binary.hipbundle import parse_target_id
+
     hip = analysis.get("hip") or {}
     targets = [t for t in hip.get("targets") or () if not parse_target_id(t).is_host]
     if targets:

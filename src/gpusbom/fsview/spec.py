@@ -92,6 +92,7 @@ def glob_to_regex(pattern: str) -> str:
 
 
 _WILD = frozenset("*?[")
+_NEVER = re.compile(r"(?!)").match
 
 
 def _literal_prefix(text: str) -> str:
@@ -212,6 +213,18 @@ class PathMatcher:
         if rx is None:
             rx = self._rx[i] = re.compile("^" + glob_to_regex(self.specs[i].pattern) + "$")
         return rx
+
+    def dir_prefilter(self, head: str) -> Callable[[str], object] | None:
+        """A cheap test of the base names of the files in directory ``head``: a name it
+        answers None for is one ``match`` rejects (one C-level regex call per name, once
+        the directory is known; the walker calls ``match`` only for the rest). None: no
+        such test here (a spec with a wholly wild base name may match in ``head``)."""
+        if self._wild_base and (
+            self._any or head in self._dir_exact
+            or any(head.endswith(t) for t in self._dir_suffix)
+        ):
+            return None
+        return self._base_rx.match if self._base_rx is not None else _NEVER
 
     def match(self, path: str) -> PathSpec | None:
         cut = path.rfind("/")

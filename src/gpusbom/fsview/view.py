@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import operator
 import os
 import re
 import stat
@@ -29,6 +30,8 @@ _SYMLINK = EntryKind.SYMLINK
 _HARDLINK = EntryKind.HARDLINK
 _GLOB_CHARS = frozenset("*?[")
 _HOST_SKIP = frozenset({"proc", "sys", "dev"})
+_NO_NAMES: frozenset[str] = frozenset()
+_NAME = operator.attrgetter("name")
 _READ_CHUNK = 1 << 20
 
 
@@ -402,86 +405,104 @@ class _DirWalker:
             return
         try:
             with os.scandir(dfd) as it:
-                items = [(d.name, d) for d in it]
+                items = list(it)
         except OSError as e:
             if e.errno in (errno.EACCES, errno.EPERM):
                 self.unreadable.append(path)
                 return
             raise
         match = self.matcher.match if self.matcher else None
-        max_path = self.limits.max_path_length
-        for name, d in sorted(items, key=lambda x: x[0]):
-            if depth == 0 and self.skip_host and name in _HOST_SKIP:
-                continue
-            p = _join(path, name)
-            if len(p) > max_path:
-                self.unreadable.append(p)
-                continue
-            self.count += 1
-            try:
-                if d.is_dir(follow_symlinks=False):
-                    st = d.stat(follow_symlinks=False)
-                    self._keep(
-                        Entry(
-                            p,
-                            _DIR,
-                            mode=stat.S_IMODE(st.st_mode),
-                            uid=st.st_uid,
-                            gid=st.st_gid,
-                            mtime=int(st.st_mtime),
-                        )
-                    )
-                    try:
-                        sub = os.open(name, self._DIR_FLAGS, dir_fd=dfd)
-                    except OSError as e:
-                        if e.errno in (errno.EACCES, errno.EPERM):
-                            self.unreadable.append(p)
+        # names no spec can match here are dropped by one C-level test, before any path
+        # string is built: most files of a host or image match nothing
+        prefilter = self.matcher.dir_prefilter(path) if match is not None else None
+        prefix = "/" if path == "/" else path + "/"
+        room = self.limits.max_path_length - len(prefix)  # longest name that fits
+        skip = _HOST_SKIP if depth == 0 and self.skip_host else _NO_NAMES
+        items.sort(key=_NAME)
+        n = 0
+        try:
+            for d in items:
+                name = d.name
+                if name in skip:
+                    continue
+                if len(name) > room:
+                    self.unreadable.append(prefix + name)
+                    continue
+                n += 1
+                try:
+                    # is_file / is_dir / is_symlink (follow_symlinks=False) exclude each
+                    # other: the commonest kind is tested first
+                    if d.is_file(follow_symlinks=False):
+                        if match is None or (prefilter is not None and prefilter(name) is None):
                             continue
-                        if e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                            continue  # changed under us
+                        p = prefix + name
+                        spec = match(p)
+                        if spec is None:
+                            continue
+                        self._capture(dfd, name, p, spec.max_size, spec.history, spec.analyzers)
+                    elif d.is_dir(follow_symlinks=False):
+                        p = prefix + name
+                        st = d.stat(follow_symlinks=False)
+                        self._keep(
+                            Entry(
+                                p,
+                                _DIR,
+                                mode=stat.S_IMODE(st.st_mode),
+                                uid=st.st_uid,
+                                gid=st.st_gid,
+                                mtime=int(st.st_mtime),
+                            )
+                        )
+                        try:
+                            sub = os.open(name, self._DIR_FLAGS, dir_fd=dfd)
+                        except OSError as e:
+                            if e.errno in (errno.EACCES, errno.EPERM):
+                                self.unreadable.append(p)
+                                continue
+                            if e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                                continue  # changed under us
+                            raise
+                        try:
+                            self._walk_fd(sub, p, depth + 1)
+                        finally:
+                            os.close(sub)
+                    elif d.is_symlink():
+                        p = prefix + name
+                        st = d.stat(follow_symlinks=False)
+                        target = os.readlink(name, dir_fd=dfd)
+                        self._keep(
+                            Entry(
+                                p,
+                                _SYMLINK,
+                                mode=stat.S_IMODE(st.st_mode),
+                                linkname=target,
+                                uid=st.st_uid,
+                                gid=st.st_gid,
+                                mtime=int(st.st_mtime),
+                            )
+                        )
+                    else:
+                        p = prefix + name
+                        st = d.stat(follow_symlinks=False)
+                        self._keep(
+                            Entry(
+                                p,
+                                EntryKind.OTHER,
+                                mode=stat.S_IMODE(st.st_mode),
+                                uid=st.st_uid,
+                                gid=st.st_gid,
+                                mtime=int(st.st_mtime),
+                            )
+                        )
+                except OSError as e:
+                    if e.errno in (errno.EACCES, errno.EPERM):
+                        self.unreadable.append(prefix + name)
+                    elif e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+                        continue  # vanished or swapped while walking
+                    else:
                         raise
-                    try:
-                        self._walk_fd(sub, p, depth + 1)
-                    finally:
-                        os.close(sub)
-                elif d.is_symlink():
-                    st = d.stat(follow_symlinks=False)
-                    target = os.readlink(name, dir_fd=dfd)
-                    self._keep(
-                        Entry(
-                            p,
-                            _SYMLINK,
-                            mode=stat.S_IMODE(st.st_mode),
-                            linkname=target,
-                            uid=st.st_uid,
-                            gid=st.st_gid,
-                            mtime=int(st.st_mtime),
-                        )
-                    )
-                elif d.is_file(follow_symlinks=False):
-                    spec = match(p) if match is not None else None
-                    if spec is None:
-                        continue
-                    self._capture(dfd, name, p, spec.max_size, spec.history, spec.analyzers)
-                else:
-                    st = d.stat(follow_symlinks=False)
-                    self._keep(
-                        Entry(
-                            p,
-                            EntryKind.OTHER,
-                            mode=stat.S_IMODE(st.st_mode),
-                            uid=st.st_uid,
-                            gid=st.st_gid,
-                            mtime=int(st.st_mtime),
-                        )
-                    )
-            except OSError as e:
-                if e.errno in (errno.EACCES, errno.EPERM):
-                    self.unreadable.append(p)
-                elif e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
-                    continue  # vanished or swapped while walking
-                else:
-                    raise
+        finally:
+            self.count += n
 
     def _capture(
         self,

@@ -17,7 +17,7 @@ import ctypes
 import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .kernel import KernelSet
 
@@ -53,6 +53,8 @@ class DeviceInfo:
 class RunOutcome:
     result: bytes  # N*N float32, row-major, as the device wrote it
     facts: dict[str, str] = field(default_factory=dict)
+    #: the device's name as the runtime gives it (lets the runner skip enumeration)
+    device: str | None = None
 
 
 class Backend(ABC):
@@ -78,6 +80,20 @@ class Backend(ABC):
         one device, found from a cheap count (no runtime loaded, in the parent). The
         runner keeps those ``isolate`` asks for again and kills the rest. [] when unsure."""
         return []
+
+    #: True when a non-empty ``speculate()`` is known to name every device the runtime
+    #: would list: the runner then starts no enumeration child (one process fewer
+    #: initialising the runtime at once) and asks ``devices_from_runs`` for the list
+    speculation_covers_all: ClassVar[bool] = False
+
+    def devices_from_runs(
+        self, answers: list[tuple[str, dict[str, str], dict[str, Any]]]
+    ) -> list[DeviceInfo] | None:
+        """The devices ``enumerate()`` would list, in its order and with its ids, built
+        from the speculative children's answers: (child id, extra environment, the
+        child's ``ok`` payload with ``device`` and ``facts``), one per child. Runs in the
+        parent. None when unsure: the runner then enumerates after all."""
+        return None
 
     @abstractmethod
     def run(self, device_id: str, kernels: KernelSet) -> RunOutcome: ...

@@ -11,6 +11,7 @@ import ctypes
 import os
 import time
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+from typing import Any
 
 from . import kernel as K
 from .base import (
@@ -249,6 +250,29 @@ class CudaBackend(Backend):
             return []
         return [("0", {"CUDA_VISIBLE_DEVICES": u}) for _, u in sorted(uuids.items()) if u]
 
+    # one child per GPU the kernel driver lists (each by UUID): nothing left to enumerate
+    speculation_covers_all = True
+
+    def devices_from_runs(
+        self, answers: list[tuple[str, dict[str, str], dict[str, Any]]]
+    ) -> list[DeviceInfo] | None:
+        devs: list[tuple[str, str, dict[str, str]]] = []
+        for _child_id, extra, p in answers:
+            facts = {str(k): str(v) for k, v in (p.get("facts") or {}).items()}
+            uuid, bus = facts.get("uuid"), facts.get("pci-bus-id")
+            if not p.get("device") or not bus or not uuid \
+                    or uuid != extra.get("CUDA_VISIBLE_DEVICES"):
+                return None  # not the GPU the child was started for (MIG, say): enumerate
+            devs.append((bus, str(p["device"]), facts))
+        # cuDeviceGet's order: CUDA_DEVICE_ORDER=PCI_BUS_ID, or FASTEST_FIRST (the
+        # default), which is PCI order among GPUs alike; unlike GPUs: ask enumeration
+        if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(
+            {(name, f.get("compute-capability"), f.get("compute-units")) for _, name, f in devs}
+        ) > 1:
+            return None
+        devs.sort(key=lambda d: d[0])
+        return [DeviceInfo(str(i), name, facts) for i, (_, name, facts) in enumerate(devs)]
+
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
         if kernels.cuda_ptx is None:
             raise ProbeSkipped(f"kernel set {kernels.name} has no PTX kernel")
@@ -258,7 +282,7 @@ class CudaBackend(Backend):
         t1 = time.perf_counter()
         dev = CUdevice()
         drv.check(drv.cuDeviceGet(byref(dev), int(device_id)), "cuDeviceGet")
-        _, facts = self._device_facts(drv, dev.value)
+        name, facts = self._device_facts(drv, dev.value)
         facts["init-ms"] = f"{(t1 - t0) * 1000:.1f}"
         ctx = c_void_p()
         t2 = time.perf_counter()
@@ -266,7 +290,9 @@ class CudaBackend(Backend):
         facts["context-ms"] = f"{(time.perf_counter() - t2) * 1000:.1f}"
         try:
             drv.check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-            return self._launch(drv, kernels, facts)
+            outcome = self._launch(drv, kernels, facts)
+            outcome.device = name
+            return outcome
         finally:
             drv.cuDevicePrimaryCtxRelease(dev)
 

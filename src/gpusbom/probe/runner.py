@@ -1,7 +1,11 @@
 """Runs the probe: every backend, every device, each in its own child process.
 
 Per backend one child enumerates the devices; then one child per device launches the
-kernel, all devices of all backends at once. Each child has its own deadline
+kernel, all devices of all backends at once. Where a backend can name its devices
+without loading the runtime (CUDA: the GPUs in ``/proc/driver/nvidia/gpus``), their
+children start at once; when they cover every device, no enumeration child runs unless
+one of them fails (the device list then comes from their answers, and results carry no
+``enumerate-ms``). Each child has its own deadline
 (``timeout``, 20 s by default): a hung kernel, a driver that never returns or a
 crash in a driver takes down that child only, is reported as ``timeout`` / ``error``,
 and the probe goes on with the others.
@@ -41,6 +45,7 @@ class _Child:
     seconds: float = 0.0
     timed_out: bool = False
     stuck: bool = False  # did not exit even after SIGKILL
+    waited: bool = False
 
 
 def _child_env() -> dict[str, str]:
@@ -65,6 +70,9 @@ def _start(child: _Child, env: dict[str, str]) -> None:
 def _wait(child: _Child, timeout: float) -> None:
     proc = child.proc
     assert proc is not None
+    if child.waited:  # already waited for (a speculative child): keep its time
+        return
+    child.waited = True
     remaining = max(0.0, child.start + timeout - time.perf_counter())
     try:
         proc.wait(timeout=remaining)
@@ -193,19 +201,44 @@ def _public(facts: dict[str, Any] | None) -> dict[str, str]:
     return {k: v for k, v in (facts or {}).items() if not str(k).startswith("_")}
 
 
+def _speculative_devices(be: Any, spec: dict[tuple[str, tuple[tuple[str, str], ...]], _Child],
+                         timeout: float) -> list[dict[str, Any]] | None:
+    """The device list from speculative children that cover every device, once all have
+    answered ``ok`` (None otherwise: the runner enumerates after all)."""
+    for c in spec.values():
+        _wait(c, timeout)
+    answers: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+    for (child_id, extra), c in spec.items():
+        p = None if c.timed_out else _payload(c)
+        if p is None or p.get("status") != "ok" or not p.get("device"):
+            return None
+        answers.append((child_id, dict(extra), p))
+    try:
+        devs = be.devices_from_runs(answers)
+    except Exception:  # noqa: BLE001 - unsure: enumerate
+        return None
+    if not devs:
+        return None
+    return [{"id": d.id, "name": d.name, "facts": dict(d.facts)} for d in devs]
+
+
 def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str],
                    kernel_name: str) -> list[ProbeResult]:
     tag = backend_id.replace("-", "_")
     be = backend(backend_id)
-    enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
-                  os.path.join(tmp, f"{tag}.enum.err"))
-    _start(enum, env)
-    # device children the backend can name before enumeration answers start now, beside it
-    spec: dict[tuple[str, tuple[tuple[str, str], ...]], _Child] = {}
+    # device children the backend can name before enumeration answers start now
     try:
         guesses = [] if be.launch_skip else be.speculate()
     except Exception:  # noqa: BLE001 - a guess that fails costs nothing but the head start
         guesses = []
+    enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
+                  os.path.join(tmp, f"{tag}.enum.err"))
+    # when the guesses name every device, no enumeration child initialises the runtime
+    # beside them (it slows each child's own initialisation): their answers list the devices
+    covers_all = bool(guesses) and be.speculation_covers_all
+    if not covers_all:
+        _start(enum, env)
+    spec: dict[tuple[str, tuple[tuple[str, str], ...]], _Child] = {}
     for i, (child_id, extra) in enumerate(guesses):
         key = (child_id, tuple(sorted(extra.items())))
         if key in spec:
@@ -214,24 +247,36 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
                    os.path.join(tmp, f"{tag}.s{i}.err"))
         _start(c, {**env, **extra} if extra else env)
         spec[key] = c
+    children: list[tuple[dict[str, Any], _Child]] = []
     try:
-        _wait(enum, timeout)
-        got = _backend_result(backend_id, enum, timeout)
-        if isinstance(got, ProbeResult):
-            return [got]
-        if be.launch_skip:
-            return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"],
-                                device_id=d["id"], facts=_public(d.get("facts")),
-                                reason=be.launch_skip) for d in got]
-        children: list[tuple[dict[str, Any], _Child]] = []
-        for i, dev in enumerate(got):
-            child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}), tmp)
-            c = spec.pop((child_id, tuple(sorted(extra.items()))), None)  # type: ignore[assignment]
-            if c is None:
-                c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.{i}.json"),
-                           os.path.join(tmp, f"{tag}.{i}.err"))
-                _start(c, {**env, **extra} if extra else env)
-            children.append((dev, c))
+        devs = _speculative_devices(be, spec, timeout) if covers_all else None
+        if devs is not None:
+            keys = [(be.isolate(d["id"], dict(d.get("facts") or {}), tmp)) for d in devs]
+            keyed = [(cid, tuple(sorted(extra.items()))) for cid, extra in keys]
+            if sorted(keyed) == sorted(spec) and len(set(keyed)) == len(keyed):
+                children = [(d, spec.pop(k)) for d, k in zip(devs, keyed)]
+            else:
+                devs = None
+        if devs is None:
+            if covers_all:  # a child failed or was unsure: enumerate after all
+                _start(enum, env)
+            _wait(enum, timeout)
+            got = _backend_result(backend_id, enum, timeout)
+            if isinstance(got, ProbeResult):
+                return [got]
+            if be.launch_skip:
+                return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"],
+                                    device_id=d["id"], facts=_public(d.get("facts")),
+                                    reason=be.launch_skip) for d in got]
+            for i, dev in enumerate(got):
+                child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}), tmp)
+                started = spec.pop((child_id, tuple(sorted(extra.items()))), None)
+                if started is None:
+                    started = _Child(["run", backend_id, child_id],
+                                     os.path.join(tmp, f"{tag}.{i}.json"),
+                                     os.path.join(tmp, f"{tag}.{i}.err"))
+                    _start(started, {**env, **extra} if extra else env)
+                children.append((dev, started))
     finally:
         for c in spec.values():  # guessed, but not a device the runtime listed
             _kill(c)
@@ -240,7 +285,8 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
     results = [_device_result(backend_id, dev, c, timeout, kernel_name) for dev, c in children]
     for r in results:
         r.facts = _public(r.facts)
-        r.facts["enumerate-ms"] = f"{enum.seconds * 1000:.0f}"
+        if enum.proc is not None:  # absent when the device children listed the devices
+            r.facts["enumerate-ms"] = f"{enum.seconds * 1000:.0f}"
     return results
 
 

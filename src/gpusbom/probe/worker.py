@@ -42,7 +42,11 @@ def _run(backend_id: str, device_id: str) -> dict[str, Any]:
     err = K.max_abs_error(outcome.result, ref[0] if ref else None)
     facts = dict(outcome.facts)
     facts["run-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
-    return {"status": "ok", "kernel": ks.name, "max_abs_error": err, "facts": facts}
+    payload: dict[str, Any] = {"status": "ok", "kernel": ks.name, "max_abs_error": err,
+                               "facts": facts}
+    if outcome.device is not None:
+        payload["device"] = outcome.device
+    return payload
 
 
 def main(argv: list[str]) -> int:
