@@ -213,6 +213,8 @@ def scan(
 def _registry_options(
     username: str | None, password_stdin: bool, insecure: list[str] | None
 ) -> object:
+    if not (username or password_stdin or insecure):
+        return None  # the registry source's defaults; don't import it for local scans
     from ..sources.registry import RegistryOptions, Secret
 
     if password_stdin and username is None:

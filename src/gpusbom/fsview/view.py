@@ -11,6 +11,7 @@ only below its root, through directory file descriptors, never following links).
 from __future__ import annotations
 
 import bisect
+import functools
 import errno
 import operator
 import os
@@ -33,6 +34,12 @@ _HOST_SKIP = frozenset({"proc", "sys", "dev"})
 _NO_NAMES: frozenset[str] = frozenset()
 _NAME = operator.attrgetter("name")
 _READ_CHUNK = 1 << 20
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob_rx(pattern: str) -> re.Pattern[str]:
+    # collectors glob the same few hundred patterns on every scan
+    return re.compile("^" + glob_to_regex(pattern) + "$")
 
 
 class NotCapturedError(LookupError):
@@ -236,7 +243,7 @@ class FsView:
         return self._sorted
 
     def _glob_raw(self, pattern: str) -> list[str]:
-        rx = re.compile("^" + glob_to_regex(pattern) + "$")
+        rx = _glob_rx(pattern)
         # literal leading components narrow the scan to one sorted range
         comps = pattern.split("/")
         lit: list[str] = []
