@@ -15,13 +15,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from packageurl import PackageURL
-
 from ..fsview.spec import PathSpec
-from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from ..model import Component
 from . import register
+from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
 from .base import CollectContext, Collector
-from .osrelease import attribute_layers, distro_qualifier, history_snapshots
 
 __all__ = [
     "INSTALLED",
@@ -147,15 +145,7 @@ def resolve_depends(pkgs: list[ApkPackage]) -> dict[str, list[str]]:
 
 def apk_purl(pkg: ApkPackage, os_release: dict[str, str]) -> str:
     namespace = (os_release.get("ID") or "alpine").strip().lower() or "alpine"
-    q: dict[str, str] = {}
-    if pkg.arch:
-        q["arch"] = pkg.arch
-    distro = distro_qualifier(os_release)
-    if distro:
-        q["distro"] = distro
-    return PackageURL(
-        type="apk", namespace=namespace, name=pkg.name, version=pkg.version, qualifiers=q
-    ).to_string()
+    return distro_purl("apk", namespace, pkg.name, pkg.version, os_release, arch=pkg.arch)
 
 
 def _snapshot(content: object) -> dict[str, str]:
@@ -192,32 +182,23 @@ class ApkCollector(Collector):
             if pkg.name in seen:
                 continue
             seen.add(pkg.name)
-            props: dict[str, str] = {}
-            if pkg.origin:
-                props["source-package"] = pkg.origin
-            if pkg.arch:
-                props["architecture"] = pkg.arch
-            if pkg.installed_size:
-                props["installed-size"] = pkg.installed_size
-            if pkg.commit:
-                props["commit"] = pkg.commit
-            comp = Component(
+            props = present(
+                ("source-package", pkg.origin),
+                ("architecture", pkg.arch),
+                ("installed-size", pkg.installed_size),
+                ("commit", pkg.commit),
+            )
+            comp = package_component(
+                self.id,
                 name=pkg.name,
                 version=pkg.version,
-                type=ComponentType.LIBRARY,
                 purl=apk_purl(pkg, osr),
                 supplier=pkg.maintainer,
                 description=pkg.description,
                 licenses=[pkg.license] if pkg.license else [],
                 properties=props,
-                evidence=[
-                    Evidence(
-                        collector=self.id,
-                        method=EvidenceMethod.PACKAGE_DB.value,
-                        path=INSTALLED,
-                        layer=intro.get(pkg.name) or final_layer,
-                    )
-                ],
+                path=INSTALLED,
+                layer=intro.get(pkg.name) or final_layer,
                 depends_on=deps.get(pkg.name, []),
                 ecosystem="apk",
             )

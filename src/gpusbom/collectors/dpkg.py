@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from debian import deb822
-from packageurl import PackageURL
 
 from ..fsview.spec import PathSpec
 from ..fsview.types import ContentRef
-from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from ..model import Component
 from . import register
+from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
 from .base import CollectContext, Collector
-from .osrelease import attribute_layers, distro_qualifier, history_snapshots
 
 if TYPE_CHECKING:
     from ..fsview.view import FsView
@@ -218,15 +217,7 @@ def parse_dep5_licenses(text: str) -> list[str]:
 
 def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
     namespace = (os_release.get("ID") or "debian").strip().lower() or "debian"
-    qualifiers: dict[str, str] = {}
-    if pkg.architecture:
-        qualifiers["arch"] = pkg.architecture
-    distro = distro_qualifier(os_release)
-    if distro:
-        qualifiers["distro"] = distro
-    return PackageURL(
-        type="deb", namespace=namespace, name=pkg.name, version=pkg.version, qualifiers=qualifiers
-    ).to_string()
+    return distro_purl("deb", namespace, pkg.name, pkg.version, os_release, arch=pkg.architecture)
 
 
 @register
@@ -350,36 +341,25 @@ class DpkgCollector(Collector):
         layer: str | None,
         cache: dict[str, list[str]],
     ) -> Component:
-        props: dict[str, str] = {}
-        if pkg.source:
-            props["source-package"] = pkg.source
-        if pkg.source_version:
-            props["source-version"] = pkg.source_version
-        if pkg.architecture:
-            props["architecture"] = pkg.architecture
-        if pkg.installed_size:
-            props["installed-size"] = pkg.installed_size
-        if pkg.section:
-            props["section"] = pkg.section
-        if pkg.status and pkg.status != "installed":
-            props["dpkg-status"] = pkg.status
-        return Component(
+        props = present(
+            ("source-package", pkg.source),
+            ("source-version", pkg.source_version),
+            ("architecture", pkg.architecture),
+            ("installed-size", pkg.installed_size),
+            ("section", pkg.section),
+            ("dpkg-status", pkg.status if pkg.status != "installed" else None),
+        )
+        return package_component(
+            self.id,
             name=pkg.name,
             version=pkg.version,
-            type=ComponentType.LIBRARY,
             purl=deb_purl(pkg, osr),
             supplier=pkg.maintainer,
             description=pkg.description,
             licenses=self._licenses(ctx, pkg.name, cache),
             properties=props,
-            evidence=[
-                Evidence(
-                    collector=self.id,
-                    method=EvidenceMethod.PACKAGE_DB.value,
-                    path=path,
-                    layer=layer,
-                )
-            ],
+            path=path,
+            layer=layer,
             depends_on=list(pkg.depends),
             ecosystem="deb",
         )

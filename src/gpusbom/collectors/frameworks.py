@@ -38,8 +38,8 @@ from typing import Any
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from . import register
+from ._libs import LIBRARY_PATHS, generic_purl
 from .base import CollectContext, Collector
-from .opencl import LIBRARY_PATHS, generic_purl
 from .triton import dist_info_name, py_string_assign
 
 __all__ = [

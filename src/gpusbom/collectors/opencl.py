@@ -18,8 +18,9 @@ The ICD loader itself (``libOpenCL.so.1``) is reported as
 ``opencl-icd-loader``; its file name version (``1.0.0``) is the ABI, not the
 loader's release, so the version comes from the owning package when known.
 
-The helpers at the top (library search, file-name versions, bounded byte scans)
-are shared with the Vulkan collector. Nothing in the image is executed.
+The library search, file-name versions, bounded byte scans and the ICD component
+itself come from ``_libs`` (shared with the Vulkan collector; re-exported here). Nothing in the
+image is executed.
 """
 
 from __future__ import annotations
@@ -27,13 +28,23 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-
-from packageurl import PackageURL
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from . import register
+from ._libs import (
+    LIBRARY_PATHS,
+    driver_for,
+    find_library,
+    generic_purl,
+    icd_component,
+    library_dirs,
+    package_label,
+    package_version,
+    scan_bytes,
+    soname_version,
+)
+from ._libs import IcdDriver as _Driver
 from .base import CollectContext, Collector
 
 __all__ = [
@@ -50,168 +61,8 @@ __all__ = [
 VENDORS_DIR = "/etc/OpenCL/vendors"
 _SMALL = 64 * 1024
 _LIB_CONTENT = 64 * 1024 * 1024
-_CHUNK = 1 << 20
-_OVERLAP = 512
-
-#: record every shared library (without content) so ICDs and loaders can be resolved
-LIBRARY_PATHS = (
-    PathSpec("/**/*.so", max_size=0),
-    PathSpec("/**/*.so.*", max_size=0),
-    PathSpec("/etc/ld.so.conf", max_size=_SMALL),
-    PathSpec("/etc/ld.so.conf.d/*.conf", max_size=_SMALL),
-)
-
-_DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/local/lib64")
-_TRIPLET_GLOBS = ("/usr/lib/*-linux-gnu*", "/lib/*-linux-gnu*", "/usr/local/lib/*-linux-gnu*")
-_SOVER_RX = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
-_EPOCH_RX = re.compile(r"^\d+:")
-
-
-# -- helpers shared with the Vulkan collector ------------------------------------------------
-
-
-def _ld_so_conf_dirs(ctx: CollectContext, path: str, depth: int = 0) -> list[str]:
-    out: list[str] = []
-    if depth > 4:
-        return out
-    try:
-        if not ctx.fs.is_file(path):
-            return out
-        text = ctx.fs.read_text(path)
-    except Exception:  # noqa: BLE001 - an unreadable ld.so.conf only narrows the search
-        return out
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("include"):
-            pat = line[len("include") :].strip()
-            if not pat.startswith("/"):
-                pat = posixpath.join(posixpath.dirname(path), pat)
-            for inc in ctx.fs.glob(pat):
-                out.extend(_ld_so_conf_dirs(ctx, inc, depth + 1))
-        elif line.startswith("/"):
-            out.append(line.split("=", 1)[0].rstrip("/") or "/")
-    return out
-
-
-def library_dirs(ctx: CollectContext) -> list[str]:
-    """Directories the dynamic linker searches, in order: LD_LIBRARY_PATH (image env),
-    ld.so.conf, the default and multiarch directories. Only those present in the image."""
-    cand: list[str] = []
-    for d in (ctx.target.env.get("LD_LIBRARY_PATH") or "").split(":"):
-        if d.startswith("/"):
-            cand.append(d.rstrip("/") or "/")
-    cand.extend(_ld_so_conf_dirs(ctx, "/etc/ld.so.conf"))
-    for g in _TRIPLET_GLOBS:
-        cand.extend(ctx.fs.glob(g))
-    cand.extend(_DEFAULT_DIRS)
-    out: list[str] = []
-    seen: set[str] = set()
-    for d in cand:
-        try:
-            real = ctx.fs.realpath(d)
-        except Exception:  # noqa: BLE001, S112 - a loop in a search dir: skip it
-            continue
-        if real in seen or not ctx.fs.is_dir(d):
-            continue
-        seen.add(real)
-        out.append(d)
-    return out
-
-
-def find_library(
-    ctx: CollectContext, name: str, dirs: list[str] | None = None, base: str | None = None
-) -> str | None:
-    """Where ``name`` resolves inside the image: an absolute path as is, a relative path with
-    a ``/`` against ``base``, a bare file name in the library search directories."""
-    name = name.strip()
-    if not name:
-        return None
-    if name.startswith("/"):
-        cands = [name]
-    elif "/" in name:
-        cands = [posixpath.normpath(posixpath.join(base or "/", name))]
-    else:
-        cands = [posixpath.join(d, name) for d in (dirs if dirs is not None else library_dirs(ctx))]
-    for c in cands:
-        if ctx.fs.is_file(c):
-            return c
-    return None
-
-
-def soname_version(path: str) -> str | None:
-    """``1.3.239`` of ``libvulkan.so.1.3.239``; None for an unversioned ``.so``."""
-    m = _SOVER_RX.search(posixpath.basename(path))
-    return m.group(1) if m else None
-
-
-def package_version(pkg: Component | None) -> str | None:
-    """The upstream version of a package component: no epoch, no Debian/RPM/apk revision."""
-    if pkg is None or not pkg.version:
-        return None
-    v = pkg.version
-    if pkg.ecosystem in ("deb", "rpm", "apk"):
-        v = _EPOCH_RX.sub("", v)
-        if "-" in v:
-            v = v.rsplit("-", 1)[0]
-    return v or None
-
-
-def scan_bytes(
-    ctx: CollectContext, path: str, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT
-) -> re.Match[bytes] | None:
-    """The first match of ``rx`` in the first ``limit`` bytes of ``path``, read in 1 MiB
-    chunks (memory stays bounded); None when absent or the content was not kept."""
-    from ..fsview.view import NotCapturedError
-
-    try:
-        f = ctx.fs.open(path)
-    except (NotCapturedError, FileNotFoundError, IsADirectoryError):
-        return None
-    tail = b""
-    read = 0
-    with f:
-        while read < limit:
-            chunk = f.read(min(_CHUNK, limit - read))
-            if not chunk:
-                break
-            read += len(chunk)
-            buf = tail + chunk
-            m = rx.search(buf)
-            if m is not None:
-                return m
-            tail = buf[-_OVERLAP:]
-    return None
-
-
-def generic_purl(vendor: str | None, name: str, version: str | None) -> str:
-    return PackageURL(
-        type="generic", namespace=vendor or None, name=name, version=version
-    ).to_string()
-
-
-def package_label(pkg: Component | None) -> str | None:
-    if pkg is None:
-        return None
-    return f"{pkg.name} {pkg.version}" if pkg.version else pkg.name
-
 
 # -- OpenCL ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Driver:
-    product: str
-    vendor: str | None
-    supplier: str | None
-    #: the file name's version is the product's (NVIDIA: driver version); else an ABI number
-    soname_is_version: bool = False
-    #: regex on the library bytes giving the product version
-    embedded: re.Pattern[bytes] | None = None
-    cpe: str | None = None  # cpe template with {v}
-    #: the driver's own name when the product is a suite shipping several (Mesa)
-    driver: str | None = None
 
 
 _POCL_RX = re.compile(rb"PoCL (\d+\.\d+(?:\.\d+)?(?:-pre|-rc\d*)?)")
@@ -240,19 +91,8 @@ _DRIVERS: dict[str, _Driver] = {
 _LOADER = "libOpenCL.so.1"
 
 
-def _lib_stem(name: str) -> str:
-    base = posixpath.basename(name)
-    i = base.find(".so")
-    return base[:i] if i > 0 else base
-
-
 def _driver_for(lib_name: str) -> _Driver:
-    stem = _lib_stem(lib_name)
-    d = _DRIVERS.get(stem)
-    if d is not None:
-        return d
-    product = stem[3:] if stem.startswith("lib") and len(stem) > 3 else stem
-    return _Driver(product.lower() or "opencl-icd", None, None)
+    return driver_for(_DRIVERS, lib_name, "opencl-icd")
 
 
 @register
@@ -366,61 +206,7 @@ class OpenCLCollector(Collector):
             "icd-library": lib,
             **props,
         }
-        version: str | None = None
-        how: str | None = None
-        if found is None:
-            props["icd-library-missing"] = "true"
-            # the ICD's own package names the driver's release (pocl-opencl-icd 3.1-3)
-            if icd_owner is not None and drv.vendor is not None and not drv.soname_is_version:
-                version, how = package_version(icd_owner), "package of the ICD file"
-        else:
-            real = ctx.fs.realpath(found)
-            props["library"] = real
-            props["location"] = posixpath.dirname(real)
-            sover = soname_version(real)
-            if sover:
-                props["soname-version"] = sover
-            lib_owner = ctx.owner(real)
-            if lib_owner is not None:
-                props["library-package"] = package_label(lib_owner) or ""
-            evidence = list(evidence)
-            if drv.embedded is not None:
-                m = scan_bytes(ctx, real, drv.embedded)
-                if m is not None:
-                    version, how = m.group(1).decode("ascii", "replace"), "embedded"
-                    evidence.append(
-                        ctx.evidence(
-                            EvidenceMethod.ELF.value, real, m.group(0).decode("ascii", "replace")
-                        )
-                    )
-            if version is None and drv.soname_is_version and sover:
-                version, how = sover, "soname"
-            if version is None and lib_owner is not None:
-                version, how = package_version(lib_owner), "package"
-            if version is None and icd_owner is not None and drv.vendor is not None:
-                version, how = package_version(icd_owner), "package of the ICD file"
-            if version is None and drv.vendor is None and sover and sover.count(".") >= 2:
-                version, how = sover, "soname"
-            evidence.append(
-                ctx.evidence(
-                    EvidenceMethod.SONAME.value if sover else EvidenceMethod.FILENAME.value,
-                    real,
-                    posixpath.basename(real),
-                )
-            )
-        if how:
-            props["version-source"] = how
-        return Component(
-            name=drv.product,
-            version=version,
-            type=ComponentType.LIBRARY,
-            purl=generic_purl(drv.vendor, drv.product, version),
-            cpe=drv.cpe.format(v=version) if drv.cpe and version else None,
-            supplier=drv.supplier,
-            properties=props,
-            evidence=list(evidence),
-            ecosystem="generic",
-        )
+        return icd_component(ctx, drv, found, props, evidence, icd_owner, "ICD file")
 
     # -- the ICD loader ------------------------------------------------------------------------
 

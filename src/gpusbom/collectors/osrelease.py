@@ -12,16 +12,18 @@ inside double quotes and in unquoted values.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
+
+# re-exported for compatibility: they moved to _pkgdb (the package-database catalogers' helpers)
+from ._pkgdb import attribute_layers, distro_qualifier
 from .base import CollectContext, Collector
 
 if TYPE_CHECKING:
-    from ..fsview.types import ContentRef
     from ..fsview.view import FsView
 
 __all__ = [
@@ -31,8 +33,6 @@ __all__ = [
     "attribute_layers",
     "distro_qualifier",
     "find_os_release",
-    "history_snapshots",
-    "layer_diff_id",
     "parse_os_release",
     "read_os_release",
 ]
@@ -120,85 +120,6 @@ def read_os_release(fs: FsView) -> dict[str, str]:
     """/etc/os-release, else /usr/lib/os-release, parsed; {} when neither is readable."""
     found = find_os_release(fs)
     return dict(found[1]) if found else {}
-
-
-def distro_qualifier(os_release: dict[str, str]) -> str | None:
-    """The purl ``distro`` qualifier: ``<ID>-<VERSION_ID>`` (``debian-12``, ``ubuntu-22.04``).
-
-    Without VERSION_ID (Debian testing/sid) the codename is used; without ID, None.
-    """
-    os_id = (os_release.get("ID") or "").strip().lower()
-    if not os_id:
-        return None
-    ver = (os_release.get("VERSION_ID") or os_release.get("VERSION_CODENAME") or "").strip()
-    return f"{os_id}-{ver}" if ver else os_id
-
-
-# ---------------------------------------------------------------------------
-# Helpers shared by the distribution package-database catalogers (dpkg, rpm,
-# apk): which layer introduced the current version of a package.
-
-K = TypeVar("K", bound=Hashable)
-T = TypeVar("T")
-
-
-def layer_diff_id(fs: FsView, index: int) -> str | None:
-    """diff_id of the image layer with this index (``Entry.layer``)."""
-    layers = fs.layers
-    if 0 <= index < len(layers) and layers[index].index == index:
-        return layers[index].diff_id
-    for ref in layers:
-        if ref.index == index:
-            return ref.diff_id
-    return None
-
-
-def history_snapshots(
-    fs: FsView, path: str, parse: Callable[[ContentRef], T]
-) -> list[tuple[str | None, T | None]]:
-    """Every layer's version of ``path`` (oldest first) as ``(diff_id, parse(content))``.
-
-    A version whose content was not captured or does not parse gives None, so
-    attribution stops there rather than guessing.
-    """
-    try:
-        real = fs.realpath(path)
-        hist = fs.history(real)
-    except Exception:  # noqa: BLE001 - attribution is best effort
-        return []
-    out: list[tuple[str | None, T | None]] = []
-    for entry in hist:
-        data: T | None = None
-        if entry.content is not None:
-            try:
-                data = parse(entry.content)
-            except Exception:  # noqa: BLE001
-                data = None
-        out.append((layer_diff_id(fs, entry.layer), data))
-    return out
-
-
-def attribute_layers(
-    snapshots: list[tuple[str | None, dict[K, str] | None]], final: dict[K, str]
-) -> dict[K, str | None]:
-    """For each key of ``final`` (key -> version), the diff_id of the layer that introduced it.
-
-    ``snapshots`` are a database's versions, oldest first, each ``(diff_id,
-    {key: version})``. Walking from the newest back, the package is attributed
-    to the earliest layer of the unbroken run of versions that still list it
-    at its current version: an upgrade in layer 3 of a package installed in
-    layer 1 is attributed to layer 3. A key missing from the newest snapshot
-    maps to None (the caller falls back to the file's final layer).
-    """
-    result: dict[K, str | None] = {}
-    for key, version in final.items():
-        found: str | None = None
-        for diff_id, snap in reversed(snapshots):
-            if snap is None or snap.get(key) != version:
-                break
-            found = diff_id
-        result[key] = found
-    return result
 
 
 @register

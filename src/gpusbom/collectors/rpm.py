@@ -27,13 +27,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from packageurl import PackageURL
-
 from ..fsview.spec import PathSpec
-from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from ..model import Component
 from . import register
+from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
 from .base import CollectContext, Collector
-from .osrelease import attribute_layers, distro_qualifier, history_snapshots
 
 __all__ = [
     "RpmCollector",
@@ -306,18 +304,15 @@ def _snapshot(content: object) -> dict[tuple[str, str], str]:
 
 def rpm_purl(pkg: RpmPackage, os_release: dict[str, str]) -> str:
     namespace = (os_release.get("ID") or "").strip().lower() or None
-    q: dict[str, str] = {}
-    if pkg.arch:
-        q["arch"] = pkg.arch
-    if pkg.epoch:
-        q["epoch"] = str(pkg.epoch)
-    distro = distro_qualifier(os_release)
-    if distro:
-        q["distro"] = distro
-    return PackageURL(
-        type="rpm", namespace=namespace, name=pkg.name, version=f"{pkg.version}-{pkg.release}",
-        qualifiers=q,
-    ).to_string()
+    return distro_purl(
+        "rpm",
+        namespace,
+        pkg.name,
+        f"{pkg.version}-{pkg.release}",
+        os_release,
+        arch=pkg.arch,
+        epoch=str(pkg.epoch) if pkg.epoch else None,
+    )
 
 
 def resolve_requires(pkgs: list[RpmPackage]) -> dict[str, list[str]]:
@@ -433,32 +428,23 @@ class RpmCollector(Collector):
         layer: str | None,
         deps: dict[str, list[str]],
     ) -> Component:
-        props: dict[str, str] = {}
-        if pkg.arch:
-            props["architecture"] = pkg.arch
-        if pkg.source_rpm:
-            props["source-rpm"] = pkg.source_rpm
-        if pkg.epoch is not None:
-            props["epoch"] = str(pkg.epoch)
-        if pkg.modularity_label:
-            props["modularity-label"] = pkg.modularity_label
-        return Component(
+        props = present(
+            ("architecture", pkg.arch),
+            ("source-rpm", pkg.source_rpm),
+            ("epoch", str(pkg.epoch) if pkg.epoch is not None else None),
+            ("modularity-label", pkg.modularity_label),
+        )
+        return package_component(
+            self.id,
             name=pkg.name,
             version=pkg.evr,
-            type=ComponentType.LIBRARY,
             purl=rpm_purl(pkg, osr),
             supplier=pkg.vendor,
             description=pkg.summary,
             licenses=[pkg.license] if pkg.license else [],
             properties=props,
-            evidence=[
-                Evidence(
-                    collector=self.id,
-                    method=EvidenceMethod.PACKAGE_DB.value,
-                    path=path,
-                    layer=layer,
-                )
-            ],
+            path=path,
+            layer=layer,
             depends_on=list(deps.get(pkg.name, [])),
             ecosystem="rpm",
         )

@@ -31,8 +31,8 @@ from packaging.utils import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
+from ._libs import generic_purl, scan_bytes
 from .base import CollectContext, Collector
-from .opencl import generic_purl, scan_bytes
 
 __all__ = ["TRITON_DISTRIBUTIONS", "TritonCollector", "dist_info_name", "py_string_assign"]
 

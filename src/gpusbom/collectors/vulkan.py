@@ -28,22 +28,23 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
-from .base import CollectContext, Collector
-from .opencl import (
+from ._libs import (
     LIBRARY_PATHS,
+    driver_for,
     find_library,
     generic_purl,
+    icd_component,
     library_dirs,
     package_label,
     package_version,
-    scan_bytes,
     soname_version,
 )
+from ._libs import IcdDriver as _Driver
+from .base import CollectContext, Collector
 
 __all__ = ["ICD_DIRS", "VulkanCollector", "parse_manifest"]
 
@@ -60,18 +61,6 @@ _MESA_RX = re.compile(rb"Mesa (\d+\.\d+\.\d+(?:-(?:devel|rc\d+))?)")
 _MESA_CPE = "cpe:2.3:a:mesa3d:mesa:{v}:*:*:*:*:*:*:*"
 _NV = ("nvidia", "NVIDIA Corporation")
 _MESA = ("mesa", "Mesa")
-
-
-@dataclass(frozen=True)
-class _Driver:
-    product: str
-    vendor: str | None
-    supplier: str | None
-    soname_is_version: bool = False
-    embedded: re.Pattern[bytes] | None = None
-    cpe: str | None = None
-    #: the driver's own name when the product is a suite shipping several (Mesa)
-    driver: str | None = None
 
 
 def _mesa(driver: str) -> _Driver:
@@ -103,19 +92,8 @@ _DRIVERS: dict[str, _Driver] = {
 }
 
 
-def _stem(name: str) -> str:
-    base = posixpath.basename(name)
-    i = base.find(".so")
-    return base[:i] if i > 0 else base
-
-
 def _driver_for(lib: str) -> _Driver:
-    stem = _stem(lib)
-    d = _DRIVERS.get(stem)
-    if d is not None:
-        return d
-    product = stem[3:] if stem.startswith("lib") and len(stem) > 3 else stem
-    return _Driver(product.lower() or "vulkan-icd", None, None)
+    return driver_for(_DRIVERS, lib, "vulkan-icd")
 
 
 def parse_manifest(text: str) -> tuple[str, str | None, str | None]:
@@ -236,59 +214,7 @@ class VulkanCollector(Collector):
         if override:
             evidence.append(ctx.evidence(EvidenceMethod.ENV.value, None, override))
         found = find_library(ctx, lib, dirs, posixpath.dirname(path))
-        version: str | None = None
-        how: str | None = None
-        if found is None:
-            props["icd-library-missing"] = "true"
-            if icd_owner is not None and drv.vendor is not None and not drv.soname_is_version:
-                version, how = package_version(icd_owner), "package of the manifest"
-        else:
-            real = ctx.fs.realpath(found)
-            props["library"] = real
-            props["location"] = posixpath.dirname(real)
-            sover = soname_version(real)
-            if sover:
-                props["soname-version"] = sover
-            lib_owner = ctx.owner(real)
-            if lib_owner is not None:
-                props["library-package"] = package_label(lib_owner) or ""
-            if drv.embedded is not None:
-                m = scan_bytes(ctx, real, drv.embedded, _LIB_CONTENT)
-                if m is not None:
-                    version, how = m.group(1).decode("ascii", "replace"), "embedded"
-                    evidence.append(
-                        ctx.evidence(
-                            EvidenceMethod.ELF.value, real, m.group(0).decode("ascii", "replace")
-                        )
-                    )
-            if version is None and drv.soname_is_version and sover:
-                version, how = sover, "soname"
-            if version is None and lib_owner is not None:
-                version, how = package_version(lib_owner), "package"
-            if version is None and icd_owner is not None and drv.vendor is not None:
-                version, how = package_version(icd_owner), "package of the manifest"
-            if version is None and drv.vendor is None and sover and sover.count(".") >= 2:
-                version, how = sover, "soname"
-            evidence.append(
-                ctx.evidence(
-                    EvidenceMethod.SONAME.value if sover else EvidenceMethod.FILENAME.value,
-                    real,
-                    posixpath.basename(real),
-                )
-            )
-        if how:
-            props["version-source"] = how
-        return Component(
-            name=drv.product,
-            version=version,
-            type=ComponentType.LIBRARY,
-            purl=generic_purl(drv.vendor, drv.product, version),
-            cpe=drv.cpe.format(v=version) if drv.cpe and version else None,
-            supplier=drv.supplier,
-            properties=props,
-            evidence=evidence,
-            ecosystem="generic",
-        )
+        return icd_component(ctx, drv, found, props, evidence, icd_owner, "manifest", _LIB_CONTENT)
 
     @staticmethod
     def _loaders(ctx: CollectContext, dirs: list[str]) -> Iterator[Component]:

@@ -45,6 +45,7 @@ from .image import (
     plan_docker,
     plan_oci,
     read_layers,
+    stream_layer,
     with_layer_index,
 )
 
@@ -207,21 +208,7 @@ class SeekableTarStore(_TarStore):
             raise ImageFormatError(f"{self.label}: layer {layer.index} ({path}) is missing")
         where = f"{self.label}: {path}"
         raw = io.BufferedReader(_SliceReader(self._f, m.offset, m.size, where), 1 << 20)
-        ctx.progress.layer_started(layer.index, total, m.size, path)
-        li = read_layer(
-            raw,
-            index=layer.index,
-            name=where,
-            matcher=ctx.matcher,
-            spool=ctx.spool,
-            limits=ctx.limits,
-            progress=ctx.progress,
-            expected_digest=layer.digest,
-            expected_diff_id=layer.diff_id,
-            size=m.size,
-        )
-        ctx.progress.layer_done(layer.index)
-        return li
+        return stream_layer(raw, layer, ctx, where, m.size, total=total, what=path)
 
 
 class _MemberStream(io.RawIOBase):
@@ -315,21 +302,8 @@ class StreamingTarStore(_TarStore):
                 )
             return with_layer_index(m.layer, layer.index)
         assert m.data is not None  # a small member: read it now
-        ctx.progress.layer_started(layer.index, total, m.size, path)
-        li = read_layer(
-            io.BytesIO(m.data),
-            index=layer.index,
-            name=f"{self.label}: {path}",
-            matcher=ctx.matcher,
-            spool=ctx.spool,
-            limits=ctx.limits,
-            progress=ctx.progress,
-            expected_digest=layer.digest,
-            expected_diff_id=layer.diff_id,
-            size=m.size,
-        )
-        ctx.progress.layer_done(layer.index)
-        return li
+        where = f"{self.label}: {path}"
+        return stream_layer(io.BytesIO(m.data), layer, ctx, where, m.size, total=total, what=path)
 
 
 def _compression(head: bytes) -> str | None:

@@ -20,9 +20,10 @@ import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import DigestMismatchError, ImageFormatError, SourceNotFoundError
+from ..fsview.layer import read_layer
 from ..fsview.types import Entry, LayerIndex
 from ..model import LayerRef, Target
 from .base import ReadContext
@@ -251,6 +252,39 @@ class ImagePlan:
     manifest_digest: str | None = None
     tags: list[str] = field(default_factory=list)
     name: str | None = None
+
+
+def stream_layer(
+    raw: BinaryIO,
+    layer: LayerPlan,
+    ctx: ReadContext,
+    name: str,
+    size: int | None,
+    *,
+    total: int | None = None,
+    what: str | None = None,
+) -> LayerIndex:
+    """Stream one planned layer through ``fsview.layer.read_layer`` with the context's
+    matcher, spool, limits and progress, checking the plan's digest and diff_id. With
+    ``total``, ``ctx.progress`` hears that the layer starts (shown as ``what``) and, once
+    read, that it is done."""
+    if total is not None:
+        ctx.progress.layer_started(layer.index, total, size, what)
+    li = read_layer(
+        raw,
+        index=layer.index,
+        name=name,
+        matcher=ctx.matcher,
+        spool=ctx.spool,
+        limits=ctx.limits,
+        progress=ctx.progress,
+        expected_digest=layer.digest,
+        expected_diff_id=layer.diff_id,
+        size=size,
+    )
+    if total is not None:
+        ctx.progress.layer_done(layer.index)
+    return li
 
 
 def parse_config(data: bytes, digest: str, where: str) -> ImageConfig:

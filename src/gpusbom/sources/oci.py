@@ -13,7 +13,6 @@ import os
 import stat
 
 from ..errors import DigestMismatchError, ImageFormatError, SourceNotFoundError, UnsafeArchiveError
-from ..fsview.layer import read_layer
 from ..fsview.types import LayerIndex
 from .archive import split_selector
 from .base import ReadContext, Source, SourceResult
@@ -25,6 +24,7 @@ from .image import (
     make_target,
     plan_oci,
     read_layers,
+    stream_layer,
 )
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -143,22 +143,10 @@ class DirStore(BlobStore):
                 f"{self.label}: layer {layer.index} {_what(path)}: size mismatch: expected "
                 f"{layer.size} bytes ({layer.digest}), got {size}"
             )
-        ctx.progress.layer_started(layer.index, total, size, _what(path))
+        what = _what(path)
+        where = f"{self.label}: layer {layer.index} {what}"
         with os.fdopen(fd, "rb", buffering=1 << 20) as f:
-            li = read_layer(
-                f,
-                index=layer.index,
-                name=f"{self.label}: layer {layer.index} {_what(path)}",
-                matcher=ctx.matcher,
-                spool=ctx.spool,
-                limits=ctx.limits,
-                progress=ctx.progress,
-                expected_digest=layer.digest,
-                expected_diff_id=layer.diff_id,
-                size=size,
-            )
-        ctx.progress.layer_done(layer.index)
-        return li
+            return stream_layer(f, layer, ctx, where, size, total=total, what=what)
 
 
 class OciLayoutSource(Source):

@@ -48,7 +48,6 @@ from ..errors import (
     SourceNotFoundError,
     UsageError,
 )
-from ..fsview.layer import read_layer
 from ..fsview.types import LayerIndex
 from .base import ReadContext, Source, SourceResult
 from .image import (
@@ -69,6 +68,7 @@ from .image import (
     read_layers_parallel,
     sha256_digest,
     split_reference,
+    stream_layer,
 )
 
 if TYPE_CHECKING:
@@ -1051,18 +1051,7 @@ class RegistryStore(BlobStore):
         stream = BlobStream(self.client, digest, layer.size, where, self.cancel)
         try:
             with io.BufferedReader(stream, READ_CHUNK) as f:
-                return read_layer(
-                    f,
-                    index=layer.index,
-                    name=where,
-                    matcher=ctx.matcher,
-                    spool=ctx.spool,
-                    limits=ctx.limits,
-                    progress=ctx.progress,
-                    expected_digest=layer.digest,
-                    expected_diff_id=layer.diff_id,
-                    size=layer.size,
-                )
+                return stream_layer(f, layer, ctx, where, layer.size)
         finally:
             stream.close()
 
