@@ -84,6 +84,7 @@ class FsView:
         self._history = history or {}
         self._children = children
         self._sorted: list[str] | None = None
+        self._basenames: list[str] | None = None
         self._by_index = {ref.index: ref for ref in self.layers}
         self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
         self.file_count = 0  # entries seen while building the view, kept or not
@@ -261,12 +262,33 @@ class FsView:
             candidates = paths
         return [p for p in candidates if rx.match(p)]
 
+    def _no_base_name_can_match(self, pattern: str) -> bool:
+        """Cheap reject: no kept entry's base name starts with the pattern's literal
+        base-name prefix. Collectors glob a few hundred patterns per scan and most have
+        nothing to find; compiling their regexes was a large part of a scan's fixed cost."""
+        base = pattern.rsplit("/", 1)[-1]
+        cut = len(base)
+        for i, ch in enumerate(base):
+            if ch in "*?[":
+                cut = i
+                break
+        lit = base[:cut]
+        if not lit:
+            return False
+        if self._basenames is None:
+            self._basenames = sorted({p.rsplit("/", 1)[-1] for p in self._entries})
+        names = self._basenames
+        i = bisect.bisect_left(names, lit)
+        return i >= len(names) or not names[i].startswith(lit)
+
     def glob(self, pattern: str) -> list[str]:
         """Sorted real paths of kept entries matching the absolute glob ``pattern``.
 
         Symlinks in the literal leading directories of the pattern are resolved
         (``/usr/local/cuda/lib64/*.so`` finds files under ``/usr/local/cuda-12.4``).
         """
+        if self._no_base_name_can_match(pattern):
+            return []
         out = set(self._glob_raw(pattern))
         comps = pattern.split("/")
         k = 1
