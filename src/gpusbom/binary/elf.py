@@ -12,10 +12,6 @@ import io
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from elftools.common.exceptions import ELFError
-from elftools.common.utils import struct_parse
-from elftools.elf.elffile import ELFFile
-
 __all__ = [
     "ELF_MAGIC",
     "MAX_SECTIONS",
@@ -125,6 +121,12 @@ def find_gpu_sections(f: BinaryIO, *, name: str = "<binary>") -> list[GpuSection
     Raises :class:`BinaryFormatError` when ``f`` is not an ELF file or its headers are
     malformed (offsets past the end, absurd counts). I/O errors propagate unchanged.
     """
+    # pyelftools is imported here, not at module load: the streaming scanners (every
+    # scan) use this module's constants but never parse section headers
+    from elftools.common.exceptions import ELFError
+    from elftools.common.utils import struct_parse
+    from elftools.elf.elffile import ELFFile
+
     size = _file_size(f)
     f.seek(0)
     if not is_elf(f.read(4)):

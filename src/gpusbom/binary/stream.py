@@ -25,14 +25,16 @@ the state is bounded (a few header bytes, sets of target names, capped counts) w
 size fields say.
 
 Cost: ``bytes.find`` over the bytes outside fatbin payloads, a few Python steps per entry.
-Files that start with neither an ELF, fatbin or bundle magic are not scanned at all.
+Files that start with neither an ELF, fatbin or bundle magic are not scanned at all. In ELF
+files laid out with separate code (see :func:`executable_ranges`) the executable segments are
+not searched either: device code containers are data and never linked there.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from gpusbom.binary.elf import ELF_MAGIC, BinaryFormatError
 from gpusbom.binary.fatbin import (
@@ -63,6 +65,7 @@ __all__ = [
     "CudaFatbinScanner",
     "GpuCodeScanner",
     "HipBundleScanner",
+    "executable_ranges",
 ]
 
 _FAT = FATBIN_MAGIC.to_bytes(4, "little")
@@ -89,6 +92,99 @@ _K_FAT, _K_BUNDLE, _K_CCOB, _K_HIPREG = 0, 1, 2, 3
 #: which spares CUDA and CPU libraries two of the three searches.
 _HIPREG = b"__hipRegisterFatBinary"
 HIP_GATE_WINDOW = 256 << 20
+
+
+#: Most leading bytes of an ELF file looked at for its program header table; a table that
+#: ends past them (it normally sits right after the 64-byte ELF header) disables the skip.
+MAX_PHDR_PREFIX = 64 << 10
+#: Executable byte ranges shorter than this are searched anyway (not worth a state change).
+MIN_SKIP = 4096
+_PT_LOAD = 1
+_PF_X = 1
+
+
+def executable_ranges(head: bytes | bytearray) -> list[tuple[int, int]] | None:
+    """File ranges ``[start, end)`` of an ELF file that hold only executable code, from the
+    program header table in ``head`` (the file's first bytes): sorted, disjoint, each at least
+    :data:`MIN_SKIP` long. None when ``head`` is too short to tell (it needs the ELF header and
+    the whole table); ``[]`` when nothing may be skipped (not separate-code, or malformed).
+
+    The rule, from the layouts of real libraries (checked with pyelftools):
+
+    * Separate-code layout -- GNU ld ``-z separate-code`` (the x86-64 default since binutils
+      2.31), lld and mold: the first ``PT_LOAD`` (offset 0: ELF header, dynamic symbols,
+      ``.rodata``, ``.nv_fatbin``, ``.hip_fatbin``) is read-only and the ``PF_X`` segment holds
+      only code (``.init .plt .text .fini``). Seen in torch 2.5.1's ``libtorch_cuda.so``
+      (``.nv_fatbin`` at 0x40a3118 in the R segment 0x3a93000.., code 0xde1000..0x3a92355),
+      ``libtorch_cpu.so``, ``libtorch_cuda_linalg.so``, ``libtorch_python.so`` and Debian's
+      ``librocrand.so.1.1`` (``.hip_fatbin`` at 0xc53000 in the R segment 0x1b000..): no
+      non-executable section inside a ``PF_X`` segment in any of them.
+    * Merged layout (gold, old GNU ld, ``-z noseparate-code``), which NVIDIA ships: one
+      ``R+X`` ``PT_LOAD`` from offset 0 holds the ELF header, ``.rodata`` *and* ``.nv_fatbin``
+      with ``.text`` (``libcublas.so.12`` / ``libcublasLt.so.12`` 12.9, cuDNN 9 libraries,
+      ``libcusparseLt``, ``libnvjpeg.so.12`` / ``.13``, ``libnvjpeg2k.so.0``). These files
+      also have non-X ``PT_LOAD`` segments (RW data, a read-only ``.nvFatBinSegment`` tail),
+      so "there is a non-X segment" does not tell the layouts apart.
+
+    Hence: only when a non-``PF_X`` ``PT_LOAD`` maps offset 0 (the ELF header is not mapped
+    executable) are the ``PF_X`` ``PT_LOAD`` ranges skipped, less any byte that another
+    program header (any type) also covers. Anything odd -- a table outside ``head``, bad
+    sizes, more than 4096 entries -- skips nothing.
+    """
+    if len(head) < 64 or head[:4] != ELF_MAGIC:
+        return None
+    cls, enc = head[4], head[5]
+    if cls not in (1, 2) or enc not in (1, 2):
+        return []
+    order: Literal["little", "big"] = "little" if enc == 1 else "big"
+
+    def u(off: int, n: int) -> int:
+        return int.from_bytes(head[off : off + n], order)
+
+    if cls == 2:
+        phoff, phentsize, phnum, entsize = u(32, 8), u(54, 2), u(56, 2), 56
+    else:
+        phoff, phentsize, phnum, entsize = u(28, 4), u(42, 2), u(44, 2), 32
+    end = phoff + phentsize * phnum
+    if phnum == 0 or phnum > 4096 or phentsize < entsize or phoff < 52 or end > MAX_PHDR_PREFIX:
+        return []
+    if len(head) < end:
+        return None
+    execs: list[tuple[int, int]] = []
+    others: list[tuple[int, int]] = []
+    ro_head = False
+    for k in range(phnum):
+        at = phoff + k * phentsize
+        ptype = u(at, 4)
+        if cls == 2:
+            flags, offset, filesz = u(at + 4, 4), u(at + 8, 8), u(at + 32, 8)
+        else:
+            offset, filesz, flags = u(at + 4, 4), u(at + 16, 4), u(at + 24, 4)
+        if filesz == 0:
+            continue
+        if ptype == _PT_LOAD and flags & _PF_X:
+            execs.append((offset, offset + filesz))
+        else:
+            others.append((offset, offset + filesz))
+            if ptype == _PT_LOAD and offset == 0:
+                ro_head = True
+    if not ro_head or not execs:
+        return []
+    # exclusive executable bytes: each PF_X range less every other header's range
+    out: list[tuple[int, int]] = []
+    for a, b in execs:
+        pieces = [(a, b)]
+        for c, d in others:
+            pieces = [q for x, y in pieces for q in ((x, min(y, c)), (max(x, d), y)) if q[0] < q[1]]
+        out.extend(pieces)
+    out.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in out:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return [(a, b) for a, b in merged if b - a >= MIN_SKIP]
 
 
 class _NeedMore(Exception):
@@ -132,6 +228,8 @@ class _StreamScanner:
         self._tail = b""  # last bytes searched (for magics across chunk boundaries)
         self._work: list[bytes] = []
         self._replay_budget = MAX_REPLAY
+        self._elf_head: bytearray | None = None  # ELF: first bytes, until the skip is known
+        self._code: list[tuple[int, int]] = []  # executable ranges not to search (reversed)
         self._set_needles()
         # results
         self._fat = CudaTargetsBuilder()
@@ -190,12 +288,16 @@ class _StreamScanner:
                 self._off = True
                 self._head = None
                 return
-            if self._hip and head[:4] == ELF_MAGIC:
-                self._hip_gate = True
-                self._set_needles()
+            if head[:4] == ELF_MAGIC:
+                self._elf_head = bytearray()
+                if self._hip:
+                    self._hip_gate = True
+                    self._set_needles()
             if self._head:  # bytes held back from earlier (tiny) chunks
                 chunk = self._head + bytes(chunk)
             self._head = None
+        if self._elf_head is not None:
+            self._elf_prefix(chunk)
         self._work.append(bytes(chunk) if not isinstance(chunk, bytes) else chunk)
         try:
             self._run()
@@ -203,6 +305,17 @@ class _StreamScanner:
             self._error(self._cuda, f"internal error: {exc!r}")
             self._work.clear()
             self._off = True
+
+    def _elf_prefix(self, chunk: bytes) -> None:
+        """Collect the ELF file's first bytes until :func:`executable_ranges` can decide."""
+        head = self._elf_head
+        assert head is not None
+        head += chunk[: MAX_PHDR_PREFIX - len(head)]
+        ranges = executable_ranges(head)
+        if ranges is None and len(head) < MAX_PHDR_PREFIX:
+            return
+        self._elf_head = None
+        self._code = (ranges or [])[::-1]
 
     @property
     def done(self) -> bool:
@@ -364,12 +477,28 @@ class _StreamScanner:
                 return 0
         self._tail = b""
         limit = n
+        code = self._code
+        while code and code[-1][1] <= self._pos:
+            code.pop()
+        if code:
+            start = code[-1][0] - self._pos
+            if start <= 0:  # in executable code: not searched (a magic across its start is
+                # lost, but no container is linked there)
+                self._search(code.pop()[1] - self._pos)
+                return i
+            if start < n - i:
+                limit = i + start  # search what comes before it, then skip it
+        stop = limit
         for kind, needle in self._needles:
             end = min(n, limit + len(needle) - 1)
             k = chunk.find(needle, i, end)
             if k >= 0 and (best < 0 or k < best):
                 best, best_kind, limit = k, kind, k
         if best < 0:
+            if stop < n:
+                self._pos += stop - i
+                self._search(code.pop()[1] - self._pos)
+                return stop
             keep = self._keep
             if keep:
                 if n - i >= keep:
@@ -433,11 +562,7 @@ class _StreamScanner:
         if len(acc) < hsize + ENTRY_HEADER_MIN:
             return self._reject(acc, eof)
         h = parse_entry_header(acc[hsize:])
-        if (
-            h.is_padding
-            or not h.valid_size()
-            or h.header_size + h.payload_size > self._c_left
-        ):
+        if h.is_padding or not h.valid_size() or h.header_size + h.payload_size > self._c_left:
             return self._reject(acc, eof)
         if self._containers >= MAX_CONTAINERS:
             self._error(True, f"more than {MAX_CONTAINERS} fatbin containers")
