@@ -3,7 +3,7 @@
 holding huge real CUDA libraries.
 
 Builds (once, cached) an OCI layout with one gzip layer holding real libraries from pinned
-PyPI wheels: ``libtorch_cuda.so`` (torch 2.5.1, 898 MB, 340 fatbin containers),
+PyPI wheels: ``libtorch_cuda.so`` (torch 2.8.0, 1,015 MB: a 1 GB+ CUDA library),
 ``libcublasLt.so.12`` (cuBLAS 12.9.3.13, 749 MB) and ``libtorch_cpu.so`` (435 MB of host
 code without device code: the worst case, every byte searched). Then times
 ``gpusbom scan`` as a child process with every collector, and with every collector but
@@ -31,9 +31,9 @@ DEFAULT_CACHE = Path(os.environ.get("GPUSBOM_BENCH_CACHE", Path.home() / ".cache
 WHEELS = [
     (
         "torch",
-        "2.5.1",
-        "torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl",
-        "de5b7d6740c4b636ef4db92be922f0edc425b65ed78c5076c43c42d362a45457",
+        "2.8.0",
+        "torch-2.8.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "c12fa219f51a933d5f80eeb3a7a5d0cbe9168c0a14bbb4055f1979431660879b",
         ["torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cpu.so"],
     ),
     (
@@ -63,7 +63,8 @@ def wheel(cache: Path, project: str, version: str, filename: str, sha: str) -> P
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
              "--python-version", "3.11", "--platform", "manylinux1_x86_64",
-             "--platform", "manylinux_2_27_x86_64", "-d", str(d), f"{project}=={version}"],
+             "--platform", "manylinux_2_27_x86_64", "--platform", "manylinux_2_28_x86_64",
+             "-d", str(d), f"{project}=={version}"],
             check=True,
         )  # fmt: skip
         if _sha256(path) != sha:
@@ -72,7 +73,9 @@ def wheel(cache: Path, project: str, version: str, filename: str, sha: str) -> P
 
 
 def build_image(cache: Path) -> Path:
-    layout = cache / "oci-gpu-binaries"
+    # the layout's name follows the pinned wheels, so changing a pin builds a new image
+    key = hashlib.sha256(repr(WHEELS).encode()).hexdigest()[:12]
+    layout = cache / f"oci-gpu-binaries-{key}"
     if (layout / "index.json").exists():
         return layout
     blobs = layout / "blobs" / "sha256"
