@@ -10,9 +10,10 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from typing import Any
 
+from . import _launch as L
 from . import kernel as K
 from .base import (
     Backend,
@@ -312,28 +313,21 @@ class CudaBackend(Backend):
         try:
             fn = c_void_p()
             drv.check(drv.cuModuleGetFunction(byref(fn), module, kernels.entry.encode()), "cuModuleGetFunction")
-            a, b = K.inputs()
-            nbytes = K.N * K.N * 4
+            nbytes = L.NBYTES
             for _ in range(3):
                 p = CUdeviceptr()
                 drv.check(drv.cuMemAlloc(byref(p), nbytes), "cuMemAlloc_v2")
                 ptrs.append(p)
-            a_buf = (c_float * (K.N * K.N)).from_buffer(a)
-            b_buf = (c_float * (K.N * K.N)).from_buffer(b)
-            drv.check(drv.cuMemcpyHtoD(ptrs[0], ctypes.addressof(a_buf), nbytes), "cuMemcpyHtoD_v2")
-            drv.check(drv.cuMemcpyHtoD(ptrs[1], ctypes.addressof(b_buf), nbytes), "cuMemcpyHtoD_v2")
-            # C starts as NaN everywhere: an element the kernel never writes cannot pass
-            nan = (c_float * (K.N * K.N))(*([float("nan")] * (K.N * K.N)))
-            drv.check(drv.cuMemcpyHtoD(ptrs[2], ctypes.addressof(nan), nbytes), "cuMemcpyHtoD_v2")
-            args = [CUdeviceptr(p.value) for p in ptrs]
-            n = c_uint(K.N)
-            params = (c_void_p * 4)(*[ctypes.cast(byref(x), c_void_p) for x in (*args, n)])
+            host = L.host_inputs()
+            for p, src in zip(ptrs, host):
+                drv.check(drv.cuMemcpyHtoD(p, ctypes.addressof(src), nbytes), "cuMemcpyHtoD_v2")
+            params, _keep = L.kernel_params(ptrs, CUdeviceptr)
             t1 = time.perf_counter()
             drv.check(drv.cuLaunchKernel(fn, K.GROUPS, K.GROUPS, 1, K.TILE, K.TILE, 1, 0, None, params, None),
                       "cuLaunchKernel")
             drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize (kernel execution)")
             facts["kernel-ms"] = f"{(time.perf_counter() - t1) * 1000:.2f}"
-            out = (c_float * (K.N * K.N))()
+            out = L.result_buffer()
             drv.check(drv.cuMemcpyDtoH(ctypes.addressof(out), ptrs[2], nbytes), "cuMemcpyDtoH_v2")
             return RunOutcome(bytes(out), facts)
         finally:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ctypes
 import glob
 import time
-from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 
+from . import _launch as L
 from . import kernel as K
 from .base import (
     Backend,
@@ -189,26 +190,21 @@ class HipBackend(Backend):
         try:
             fn = c_void_p()
             hip.check(hip.hipModuleGetFunction(byref(fn), module, kernels.entry.encode()), "hipModuleGetFunction")
-            a, b = K.inputs()
-            nbytes = K.N * K.N * 4
+            nbytes = L.NBYTES
             for _ in range(3):
                 p = c_void_p()
                 hip.check(hip.hipMalloc(byref(p), nbytes), "hipMalloc")
                 ptrs.append(p)
-            a_buf = (c_float * (K.N * K.N)).from_buffer(a)
-            b_buf = (c_float * (K.N * K.N)).from_buffer(b)
-            nan = (c_float * (K.N * K.N))(*([float("nan")] * (K.N * K.N)))
-            for p, src in zip(ptrs, (a_buf, b_buf, nan)):
+            host = L.host_inputs()
+            for p, src in zip(ptrs, host):
                 hip.check(hip.hipMemcpyHtoD(p, ctypes.addressof(src), nbytes), "hipMemcpyHtoD")
-            args = [c_void_p(p.value) for p in ptrs]
-            n = c_uint(K.N)
-            params = (c_void_p * 4)(*[ctypes.cast(byref(x), c_void_p) for x in (*args, n)])
+            params, _keep = L.kernel_params(ptrs, c_void_p)
             t1 = time.perf_counter()
             hip.check(hip.hipModuleLaunchKernel(fn, K.GROUPS, K.GROUPS, 1, K.TILE, K.TILE, 1, 0, None,
                                                 params, None), "hipModuleLaunchKernel")
             hip.check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize (kernel execution)")
             facts["kernel-ms"] = f"{(time.perf_counter() - t1) * 1000:.2f}"
-            out = (c_float * (K.N * K.N))()
+            out = L.result_buffer()
             hip.check(hip.hipMemcpyDtoH(ctypes.addressof(out), ptrs[2], nbytes), "hipMemcpyDtoH")
             return RunOutcome(bytes(out), facts)
         finally:
