@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
-from typing import TYPE_CHECKING
 
 from . import __version__
 from .collectors import CollectContext, Collector, all_collectors
@@ -23,9 +22,8 @@ from .stack import summarize
 from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
 
 if TYPE_CHECKING:
+    from .advisories.db import AdvisoryDB
     from .fsview.view import FsView
-
-if TYPE_CHECKING:
     from .sources.registry import RegistryOptions
 
 log = logging.getLogger(__name__)
@@ -155,6 +153,7 @@ def scan(
     progress: ProgressSink | None = None,
     registry: RegistryOptions | None = None,
     advisories: bool = True,
+    advisory_db: AdvisoryDB | None = None,
 ) -> ScanResult:
     """Scan an image reference (or ``dir:PATH``) and return the model.
 
@@ -186,10 +185,10 @@ def scan(
     relationships = link_components(components)
     findings = []
     if advisories:
-        from .advisories.db import load_bundled
+        from .advisories.db import load_active
         from .advisories.matcher import match
 
-        findings = match(components, load_bundled())
+        findings = match(components, advisory_db or load_active())
     return ScanResult(
         findings=findings,
         stacks=summarize(components),
@@ -204,3 +203,16 @@ def scan(
         ),
         timestamp=scan_timestamp(),
     )
+
+
+def scan_sbom(path: str, *, advisory_db: AdvisoryDB | None = None) -> ScanResult:
+    """Read an existing SBOM (CycloneDX, SPDX or gpusbom JSON; ``-`` for stdin) and match its
+    components against the advisory database (``gpusbom scan --sbom``)."""
+    from .advisories.db import load_active
+    from .advisories.matcher import match
+    from .sbomin import load_sbom
+
+    result = load_sbom(path)
+    kept = [f for f in result.findings if f.kind != "advisory"]
+    result.findings = kept + match(result.components, advisory_db or load_active())
+    return result

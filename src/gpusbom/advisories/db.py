@@ -317,3 +317,27 @@ def load_bundled() -> AdvisoryDB:
     text = resources.files("gpusbom").joinpath("data/advisories.json").read_text(encoding="utf-8")
     data = json.loads(text)
     return load_records(data["advisories"], source="bundled", built=data.get("built"))
+
+
+def load_active(*, max_age_days: float | None = None) -> AdvisoryDB:
+    """The database a scan matches against: the bundled snapshot (for now).
+
+    ``max_age_days``: raise ``InputError`` when the data is older than that many days.
+    """
+    db = load_bundled()
+    if max_age_days is not None:
+        import datetime as _dt
+
+        from ..errors import InputError
+
+        stamp = db.built or db.newest
+        if stamp is None:
+            raise InputError("advisory database: no build date; cannot honour --max-db-age")
+        built = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        if built.tzinfo is None:
+            built = built.replace(tzinfo=_dt.timezone.utc)
+        age = (_dt.datetime.now(_dt.timezone.utc) - built).total_seconds() / 86400
+        if age > max_age_days:
+            raise InputError(f"advisory database ({db.source}) is {age:.0f} days old, older than "
+                             f"--max-db-age {max_age_days:g}; run gpusbom advisories update")
+    return db

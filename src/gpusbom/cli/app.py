@@ -15,22 +15,23 @@ import contextlib
 import logging
 import os
 import sys
-import traceback
 from enum import Enum
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from .. import __version__
-from ..errors import GpusbomError, IncompleteError, UsageError
+from ..errors import IncompleteError, UsageError
 from ..fsview.types import Limits
-
-EXIT_OK = 0
-EXIT_POLICY = 1
-EXIT_USAGE = 2
-EXIT_INPUT = 3
-EXIT_INCOMPLETE = 4
-EXIT_INTERNAL = 70
+from ._common import (  # noqa: F401 - re-exported for command modules and tests
+    EXIT_INCOMPLETE,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_POLICY,
+    EXIT_USAGE,
+)
+from ._common import fail as _fail
 
 app = typer.Typer(
     name="gpusbom",
@@ -56,28 +57,13 @@ class CdxVersion(str, Enum):
     v15 = "1.5"
 
 
-def _fail(exc: BaseException, debug: bool) -> int:
-    if debug:
-        traceback.print_exc(file=sys.stderr)
-    if isinstance(exc, GpusbomError):
-        kind = "error" if exc.exit_code != EXIT_INTERNAL else "internal error"
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"gpusbom: {kind}: {msg}", file=sys.stderr)
-        return exc.exit_code
-    print(
-        f"gpusbom: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
-        file=sys.stderr,
-    )
-    return EXIT_INTERNAL
-
-
 @app.command()
 def scan(
     target: Annotated[
-        Optional[str], typer.Argument(help="Image reference or path (same as --image).")
+        str | None, typer.Argument(help="Image reference or path (same as --image).")
     ] = None,
     image: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--image",
             "-i",
@@ -87,7 +73,7 @@ def scan(
         ),
     ] = None,
     output: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--output",
             "-o",
@@ -96,16 +82,16 @@ def scan(
         ),
     ] = None,
     source: Annotated[
-        Optional[SourceChoice], typer.Option(help="Force a source instead of detecting it.")
+        SourceChoice | None, typer.Option(help="Force a source instead of detecting it.")
     ] = None,
     platform: Annotated[
-        Optional[str], typer.Option(help="os/arch[/variant] to pick from a multi-platform index.")
+        str | None, typer.Option(help="os/arch[/variant] to pick from a multi-platform index.")
     ] = None,
     cyclonedx_version: Annotated[
         CdxVersion, typer.Option("--cyclonedx-version", help="CycloneDX spec version.")
     ] = CdxVersion.v16,
     collector: Annotated[
-        Optional[list[str]], typer.Option("--collector", help="Run only these collectors (ids).")
+        list[str] | None, typer.Option("--collector", help="Run only these collectors (ids).")
     ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 4 when anything could not be determined.")
@@ -113,14 +99,14 @@ def scan(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
     username: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(help="Registry user name (with --password-stdin); else ~/.docker/config.json."),
     ] = None,
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the registry password from stdin.")
     ] = False,
     insecure_registry: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--insecure-registry",
             help="HOST or HOST:PORT to reach over plain HTTP or unverified TLS; repeatable.",
@@ -139,7 +125,7 @@ def scan(
         typer.Option("--host", help="Scan this machine (/): GPUs, drivers, firmware, GPU stack."),
     ] = False,
     root: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--root",
             help="Host scan of a mounted node root or a host snapshot (procfs/sysfs from "
@@ -147,7 +133,7 @@ def scan(
         ),
     ] = None,
     paths: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--paths", help="Host scan: another directory to inventory; repeatable."),
     ] = None,
     no_nvml: Annotated[
@@ -167,8 +153,32 @@ def scan(
         float, typer.Option("--probe-timeout", help="With --probe: seconds per device (default 20).")
     ] = 20.0,
     probe_backend: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--probe-backend", help="With --probe: only these backends; repeatable."),
+    ] = None,
+    sbom: Annotated[
+        str | None,
+        typer.Option("--sbom", help="Match an existing SBOM (CycloneDX or SPDX, from any tool, "
+                     "or gpusbom JSON) instead of scanning: FILE, or - for stdin."),
+    ] = None,
+    vex: Annotated[
+        list[str] | None,
+        typer.Option("--vex", help="CycloneDX VEX or OpenVEX file: not-affected statements "
+                     "suppress findings (shown with their justification); repeatable."),
+    ] = None,
+    max_db_age: Annotated[
+        float | None,
+        typer.Option("--max-db-age", help="Days: a staler advisory database is an error (exit 3)."),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option("--fail-on", help="Exit 1 when an affected advisory finding has at least "
+                     "this severity (low, medium, high, critical): a shortcut for gpusbom gate."),
+    ] = None,
+    push: Annotated[
+        str | None,
+        typer.Option("--push", help="Also store the scan in a fleet inventory: DB URL "
+                     "(sqlite:///PATH or postgresql://...), see gpusbom inventory."),
     ] = None,
 ) -> None:
     """Scan a container image or root filesystem and write SBOMs."""
@@ -206,7 +216,14 @@ def scan(
             scan_kwargs["probe"] = {"backends": probe_backend, "timeout": probe_timeout}
     elif probe:
         raise typer.Exit(_fail(UsageError("--probe needs --host"), debug))
-    code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs)
+    if sbom is not None:
+        if host or root or paths or target or image:
+            raise typer.Exit(_fail(UsageError("--sbom matches an existing SBOM: give no image "
+                                              "and no --host"), debug))
+        scan_kwargs = {"sbom": sbom}
+        target = f"sbom:{sbom}"
+    post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push}
+    code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post)
     raise typer.Exit(code)
 
 
@@ -240,6 +257,7 @@ def _scan(
     quiet: bool,
     debug: bool,
     scan_kwargs: dict[str, Any],
+    post: dict[str, Any] | None = None,
 ) -> int:
     from ..writers import WriterOptions
     from .output import emit, parse_outputs
@@ -256,9 +274,25 @@ def _scan(
             cyclonedx_version=cyclonedx_version.value,
             color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
         )
+        post = post or {}
+        if post.get("fail_on"):
+            from ..policy import parse_severity
+
+            parse_severity(post["fail_on"])  # a bad value is a usage error before any work
+        # the advisory database: the user's updated copy or the bundled snapshot; a stale one
+        # is an input error under --max-db-age
+        from ..advisories.db import load_active
+
+        scan_kwargs = {**scan_kwargs,
+                       "advisory_db": load_active(max_age_days=post.get("max_db_age"))}
         progress = RichProgress() if wants_progress(quiet) else None
         with progress or contextlib.nullcontext():
-            if "host_root" in scan_kwargs:
+            if "sbom" in scan_kwargs:
+                from ..scan import scan_sbom
+
+                kw = dict(scan_kwargs)
+                result = scan_sbom(kw.pop("sbom"), **kw)
+            elif "host_root" in scan_kwargs:
                 from ..host import scan_host
 
                 kw = dict(scan_kwargs)
@@ -273,7 +307,22 @@ def _scan(
                 from ..scan import scan as do_scan
 
                 result = do_scan(ref, progress=progress, **scan_kwargs)
+        if post.get("vex"):
+            from ..advisories.vex import apply_vex
+
+            apply_vex(result, post["vex"])
         emit(result, specs, options)
+        if post.get("push"):
+            from ..inventory import push_scan
+
+            push_scan(result, post["push"])
+        if post.get("fail_on"):
+            from ..policy import fail_on_severity, print_summary
+
+            decision = fail_on_severity(result, post["fail_on"])
+            if not decision.passed:
+                print_summary(decision, sys.stderr)
+                return EXIT_POLICY
         if strict and result.unknowns:
             raise IncompleteError(
                 f"{ref}: scan incomplete: {len(result.unknowns)} unknown(s), "
@@ -292,7 +341,7 @@ def host_snapshot(
     out: Annotated[str, typer.Option("--out", help="Empty or new directory to write.")],
     root: Annotated[str, typer.Option("--root", help="Root to capture (default /).")] = "/",
     paths: Annotated[
-        Optional[list[str]], typer.Option("--paths", help="Another directory to inventory.")
+        list[str] | None, typer.Option("--paths", help="Another directory to inventory.")
     ] = None,
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", help="Bound on captured file content.")
@@ -329,11 +378,11 @@ def _start_probe(opts: dict[str, Any]) -> Any:
 @app.command()
 def probe(
     output: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--output", "-o", help="FORMAT[=PATH], repeatable (as for scan). Default: table."),
     ] = None,
     backend: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--backend", "-b", help="Only these backends (cuda, hip, level-zero, opencl, "
                      "sycl, vulkan); repeatable. Default: all."),
     ] = None,
@@ -389,44 +438,25 @@ def probe(
     raise typer.Exit(code)
 
 
-advisories_app = typer.Typer(
-    help="The advisory database (bundled snapshot): list and show records.",
-    no_args_is_help=True,
-)
-app.add_typer(advisories_app, name="advisories")
-
-
-@advisories_app.command("list")
-def advisories_list() -> None:
-    """One line per advisory: id, date, vendor, CVEs, title."""
-    from ..advisories.db import load_bundled
-
-    db = load_bundled()
-    for a in db:
-        cves = ",".join(v.id for v in a.vulnerabilities)
-        print(f"{a.id}\t{a.published[:10]}\t{a.vendor}\t{cves}\t{a.title}")
-    print(f"{len(db)} advisories ({db.source}, data as of {db.built or db.newest})")
-
-
-@advisories_app.command("show")
-def advisories_show(
-    ident: Annotated[str, typer.Argument(help="Advisory id or CVE.")],
-) -> None:
-    """The record of one advisory (by id or CVE) as JSON."""
-    import json as _json
-
-    from ..advisories.db import load_bundled
-
-    a = load_bundled().get(ident)
-    if a is None:
-        raise typer.Exit(_fail(UsageError(f"no advisory {ident!r} in the database"), False))
-    print(_json.dumps(a.raw, indent=2, ensure_ascii=False))
-
-
 @app.command()
 def version() -> None:
     """Print the gpusbom version."""
     print(f"gpusbom {__version__}")
+
+
+def _register_commands() -> None:
+    """Import every module of ``gpusbom.cli.commands``: each registers its own commands."""
+    import importlib
+    import pkgutil
+
+    from . import commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{commands.__name__}.{info.name}")
+
+
+_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -67,6 +67,7 @@ def scan_host_full(
     use_nvml: bool = True,
     analyze_binaries: bool = False,
     while_open: Callable[[HostScan], None] | None = None,
+    advisory_db: Any = None,
 ) -> HostScan:
     """The host scan; ``while_open`` sees it while captured file content is still readable."""
     from ..collectors.osrelease import read_os_release
@@ -92,6 +93,7 @@ def scan_host_full(
         host_comps, facts = discover.discover(hroot, nvml_data)
         hs = _finish(components, unknowns, host_comps, facts, classes, target, hroot, view,
                      nvml_data, nvml_why)
+        _match_advisories(hs.result, advisory_db)
         if while_open is not None:
             while_open(hs)
     return hs
@@ -138,6 +140,14 @@ def _finish(components: list[Component], unknowns: list[Unknown], host_comps: li
         findings=findings,
     )
     return HostScan(result=result, root=hroot, view=view, nvml=nvml_data)
+
+
+def _match_advisories(result: ScanResult, db: Any) -> None:
+    """Advisory findings for the host's components (drivers, toolkits, packages)."""
+    from ..advisories.db import load_active
+    from ..advisories.matcher import match
+
+    result.findings = list(result.findings) + match(result.components, db or load_active())
 
 
 def scan_host(root: str = "/", **kwargs: Any) -> ScanResult:
