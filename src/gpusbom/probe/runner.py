@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -67,25 +68,63 @@ def _start(child: _Child, env: dict[str, str]) -> None:
         )
 
 
+_POLL = 0.002  # seconds between looks at a child's answer file
+
+
+def _reap_later(child: _Child, deadline: float) -> None:
+    """A child whose answer is in may still be tearing its runtime down (freeing device
+    memory, closing the driver): reap it in the background, killed at its deadline."""
+    proc = child.proc
+    assert proc is not None
+
+    def reap() -> None:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=_KILL_GRACE)
+            except subprocess.TimeoutExpired:
+                pass
+
+    threading.Thread(target=reap, name=f"gpusbom-probe-reap-{proc.pid}", daemon=True).start()
+
+
 def _wait(child: _Child, timeout: float) -> None:
+    """Wait until the child has answered (its answer file is in place: written with an
+    atomic rename) or exited, or its deadline passed (then it is killed).
+
+    The child's time ends with its answer, not with its exit: runtime teardown after the
+    answer is not part of the probe, and the child is reaped in the background."""
     proc = child.proc
     assert proc is not None
     if child.waited:  # already waited for (a speculative child): keep its time
         return
     child.waited = True
-    remaining = max(0.0, child.start + timeout - time.perf_counter())
-    try:
-        proc.wait(timeout=remaining)
-    except subprocess.TimeoutExpired:
-        child.timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group (new session)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=_KILL_GRACE)
-        except subprocess.TimeoutExpired:
-            child.stuck = True  # in the driver, uninterruptibly; left behind, not waited for
+    deadline = child.start + timeout
+    while True:
+        if proc.poll() is not None:
+            break
+        if os.path.exists(child.out):
+            child.seconds = time.perf_counter() - child.start
+            _reap_later(child, deadline)
+            return
+        now = time.perf_counter()
+        if now >= deadline:
+            child.timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group (new session)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=_KILL_GRACE)
+            except subprocess.TimeoutExpired:
+                child.stuck = True  # in the driver, uninterruptibly; left behind, not waited for
+            break
+        time.sleep(min(_POLL, deadline - now))
     child.seconds = time.perf_counter() - child.start
 
 
