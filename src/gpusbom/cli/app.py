@@ -22,7 +22,6 @@ import typer
 
 from .. import __version__
 from ..errors import IncompleteError, UsageError
-from ..fsview.types import Limits
 from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_INCOMPLETE,
     EXIT_INPUT,
@@ -196,7 +195,7 @@ def scan(
         "platform": platform,
         "collectors": collector,
         "registry": registry,
-        "limits": Limits(verify_diff_ids=verify_diff_ids),
+        "limits": _limits(verify_diff_ids),
     }
     if host or root or paths:
         if target or image:
@@ -225,6 +224,12 @@ def scan(
     post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push}
     code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post)
     raise typer.Exit(code)
+
+
+def _limits(verify_diff_ids: bool) -> Any:
+    from ..fsview.types import Limits  # not imported for commands that read no image
+
+    return Limits(verify_diff_ids=verify_diff_ids)
 
 
 def _registry_options(
