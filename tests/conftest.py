@@ -25,6 +25,10 @@ if str(ROOT) not in sys.path:
 
 DOCKERD_START_TIMEOUT = 60.0
 
+# Tests never see a developer's updated advisory database (gpusbom advisories update writes
+# it to the user cache): every process of the test session uses this empty cache instead.
+os.environ["GPUSBOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpusbom-test-cache-")
+
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[str]:

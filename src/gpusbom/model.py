@@ -45,6 +45,7 @@ class EvidenceMethod(str, enum.Enum):
     FILENAME = "filename"  # other path-based evidence
     DEVICE = "device"  # live device enumeration (host scans)
     PROBE = "probe"  # smoke-test kernel
+    SBOM = "sbom-declared"  # declared by an input SBOM (gpusbom scan --sbom)
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,8 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     # smoke-test kernel results (gpusbom probe, scan --host --probe); empty otherwise
     probes: list[ProbeResult] = field(default_factory=list)
+    # the advisory database matched against: source, built, age_days, advisories (count)
+    advisory_db: dict[str, Any] | None = None
 
     def stack_text(self) -> str:
         """One line: "CUDA 13.0.2 (cudart 13.0.96, cuDNN 9.14.0 + 9.19.0.56); ROCm none; ..."."""
@@ -409,6 +412,8 @@ class ScanResult:
             out["findings"] = [f.to_dict() for f in self.findings]
         if self.probes:  # absent when not probed: scans serialise as before
             out["probes"] = [p.to_dict() for p in self.probes]
+        if self.advisory_db is not None:
+            out["advisory_db"] = dict(self.advisory_db)
         return out
 
     @classmethod
@@ -423,4 +428,5 @@ class ScanResult:
             stacks=[StackSummary.from_dict(x) for x in d.get("stacks", [])],
             findings=[Finding.from_dict(x) for x in d.get("findings", [])],
             probes=[ProbeResult.from_dict(p) for p in d.get("probes", [])],
+            advisory_db=d.get("advisory_db"),
         )

@@ -184,12 +184,17 @@ def scan(
         components, unknowns = run_collectors(fs, target, classes)
     relationships = link_components(components)
     findings = []
+    db_info = None
+    timestamp = scan_timestamp()
     if advisories:
-        from .advisories.db import load_active
+        from .advisories.db import describe, load_active
         from .advisories.matcher import match
 
-        findings = match(components, advisory_db or load_active())
+        advisory_db = advisory_db or load_active()
+        findings = match(components, advisory_db)
+        db_info = describe(advisory_db, timestamp)
     return ScanResult(
+        advisory_db=db_info,
         findings=findings,
         stacks=summarize(components),
         target=target,
@@ -201,18 +206,20 @@ def scan(
             version=__version__,
             collectors={c.id: c.version for c in classes},
         ),
-        timestamp=scan_timestamp(),
+        timestamp=timestamp,
     )
 
 
 def scan_sbom(path: str, *, advisory_db: AdvisoryDB | None = None) -> ScanResult:
     """Read an existing SBOM (CycloneDX, SPDX or gpusbom JSON; ``-`` for stdin) and match its
     components against the advisory database (``gpusbom scan --sbom``)."""
-    from .advisories.db import load_active
+    from .advisories.db import describe, load_active
     from .advisories.matcher import match
     from .sbomin import load_sbom
 
     result = load_sbom(path)
     kept = [f for f in result.findings if f.kind != "advisory"]
-    result.findings = kept + match(result.components, advisory_db or load_active())
+    advisory_db = advisory_db or load_active()
+    result.findings = kept + match(result.components, advisory_db)
+    result.advisory_db = describe(advisory_db, result.timestamp)
     return result

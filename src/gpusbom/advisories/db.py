@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,9 @@ __all__ = [
     "Advisory",
     "AdvisoryDB",
     "AdvisoryError",
+    "load_active",
     "load_bundled",
+    "selectors",
     "load_directory",
     "validate_record",
 ]
@@ -55,7 +58,13 @@ TARGETS: dict[str, list[dict[str, str]]] = {
     ],
     "nvidia-gpu-operator": [],
     "nvidia-vgpu-manager": [],
-    "cuda-toolkit": [{"stack": "cuda", "product": "cuda-toolkit"}],
+    # the toolkit release, and its components (their versions are translated to the
+    # release by cuda_releases.release_of when no toolkit root was found beside them)
+    "cuda-toolkit": [{"stack": "cuda", "product": "cuda-toolkit"}] + [
+        {"stack": "cuda", "product": p, "via": "cuda-release"}
+        for p in ("cublas", "cudart", "cufft", "cupti", "curand", "cusolver", "cusparse",
+                  "nvcc", "nvjitlink", "nvrtc")
+    ],
     "triton-inference-server": [
         {"stack": "triton-inference-server", "product": "triton-inference-server"}
     ],
@@ -74,6 +83,38 @@ TARGETS: dict[str, list[dict[str, str]]] = {
     "amdgpu-linux-driver": [{"stack": "amdgpu", "product": "amdgpu"}],
     "amd-hip-sdk-windows": [],
 }
+
+#: package ecosystems a ``pkg:<type>/...`` target may name (purl types, as ``Component.ecosystem``)
+PACKAGE_TYPES = ("pypi", "deb", "rpm", "apk", "golang", "npm", "cargo", "conda", "maven", "gem")
+
+
+def selectors(target: str) -> list[dict[str, str]]:
+    """How a target is recognised on components.
+
+    A product target (``nvidia-driver``, ``torch``...) maps through ``TARGETS``. A package
+    target is a purl without version, as importers of OSV / CVE records write it:
+    ``pkg:pypi/vllm`` (the package ``vllm`` of ecosystem ``pypi``) or
+    ``pkg:deb/debian/nvidia-graphics-drivers`` (a Debian *source* package: binary packages
+    are matched through their ``source-package`` property).
+    """
+    if target in TARGETS:
+        return TARGETS[target]
+    if target.startswith("pkg:"):
+        parts = target[4:].split("/")
+        if len(parts) >= 2 and parts[0] in PACKAGE_TYPES and parts[-1]:
+            if parts[0] in ("deb", "rpm", "apk"):
+                return [{"ecosystem": parts[0], "source": parts[-1]}]
+            return [{"ecosystem": parts[0], "name": "/".join(parts[1:])}]
+    raise KeyError(target)
+
+
+def known_target(target: str) -> bool:
+    try:
+        selectors(target)
+    except KeyError:
+        return False
+    return True
+
 
 STATUSES = ("verified", "partial", "unverified")
 SCORE_TYPES = ("CVSS_V3_0", "CVSS_V3_1", "CVSS_V4_0")
@@ -105,6 +146,8 @@ class Affected:
     note: str | None = None
     # compare this component property instead of the version (Triton: "container-release")
     version_of: str | None = None
+    # only for components of this distribution release (purl ``distro``: debian-12, ubuntu-22.04)
+    distro: str | None = None
 
     @property
     def machine_readable(self) -> bool:
@@ -178,7 +221,7 @@ def validate_record(rec: dict[str, Any]) -> Advisory:
         affected: list[Affected] = []
         for a in _req(v, "affected", vw, list):
             target = _req(a, "target", vw)
-            if target not in TARGETS:
+            if not known_target(target):
                 raise AdvisoryError(f"{vw}: unknown target {target!r}")
             scheme = a.get("scheme")
             ranges = tuple(a.get("ranges") or ())
@@ -225,6 +268,7 @@ def validate_record(rec: dict[str, Any]) -> Advisory:
                     no_range=a.get("no_range"),
                     note=a.get("note"),
                     version_of=a.get("version_of"),
+                    distro=a.get("distro"),
                 )
             )
         vulns.append(
@@ -257,6 +301,7 @@ class AdvisoryDB:
         self.advisories = sorted(advisories, key=lambda a: a.id)
         self.source = source
         self.built = built
+        self.feeds: list[dict[str, Any]] = []  # where an updated database came from
         ids = [a.id for a in self.advisories]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -307,36 +352,132 @@ def load_directory(path: str | Path) -> AdvisoryDB:
     return load_records(recs, source=str(p))
 
 
-def bundle(records: list[dict[str, Any]], built: str) -> dict[str, Any]:
-    return {"schema": "gpusbom/advisories/1", "built": built, "advisories": records}
+def bundle(
+    records: list[dict[str, Any]], built: str, *, feeds: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The bundle format (the shipped snapshot and the user's updated database)."""
+    out: dict[str, Any] = {"schema": BUNDLE_SCHEMA, "built": built, "advisories": records}
+    if feeds is not None:
+        out["feeds"] = feeds
+    return out
+
+
+BUNDLE_SCHEMA = "gpusbom/advisories/1"
+
+
+def load_bundle_text(text: str, *, source: str) -> AdvisoryDB:
+    """A bundle (JSON text) -> validated database; ``AdvisoryError`` when it is not one."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AdvisoryError(f"{source}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != BUNDLE_SCHEMA:
+        raise AdvisoryError(f"{source}: not a gpusbom advisory bundle ({BUNDLE_SCHEMA})")
+    recs = data.get("advisories")
+    if not isinstance(recs, list):
+        raise AdvisoryError(f"{source}: 'advisories' is not a list")
+    built = data.get("built")
+    if not isinstance(built, str) or _parse_stamp(built) is None:
+        raise AdvisoryError(f"{source}: 'built' is not a date: {built!r}")
+    db = load_records(recs, source=source, built=built)
+    db.feeds = [f for f in data.get("feeds") or [] if isinstance(f, dict)]
+    return db
 
 
 @functools.lru_cache(maxsize=1)
 def load_bundled() -> AdvisoryDB:
     """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
     text = resources.files("gpusbom").joinpath("data/advisories.json").read_text(encoding="utf-8")
-    data = json.loads(text)
-    return load_records(data["advisories"], source="bundled", built=data.get("built"))
+    return load_bundle_text(text, source="bundled")
 
 
-def load_active(*, max_age_days: float | None = None) -> AdvisoryDB:
-    """The database a scan matches against: the bundled snapshot (for now).
+def _parse_stamp(stamp: str) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
-    ``max_age_days``: raise ``InputError`` when the data is older than that many days.
+
+def age_days(db: AdvisoryDB, now: datetime | str | None = None) -> float | None:
+    """Days between the database's build date (or newest record) and ``now``."""
+    stamp = db.built or db.newest
+    built = _parse_stamp(stamp) if stamp else None
+    if built is None:
+        return None
+    if isinstance(now, str):
+        now = _parse_stamp(now)
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (now - built).total_seconds() / 86400)
+
+
+def describe(db: AdvisoryDB, now: datetime | str | None = None) -> dict[str, Any]:
+    """What a report says about the database it matched against (``ScanResult.advisory_db``):
+    source (``bundled`` or the user's updated file), build date, age in whole days (relative
+    to ``now``: the scan's timestamp, so a report stays reproducible), record count."""
+    age = age_days(db, now)
+    return {
+        "source": db.source,
+        "built": db.built or db.newest,
+        "age_days": None if age is None else int(age),
+        "advisories": len(db),
+    }
+
+
+def cache_dir() -> Path:
+    """Where ``gpusbom advisories update`` keeps the database:
+    ``$GPUSBOM_CACHE_DIR/advisories``, else ``$XDG_CACHE_HOME/gpusbom/advisories``, else
+    ``~/.cache/gpusbom/advisories``."""
+    base = os.environ.get("GPUSBOM_CACHE_DIR")
+    if base:
+        return Path(base) / "advisories"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg) if xdg else Path.home() / ".cache"
+    return root / "gpusbom" / "advisories"
+
+
+#: the user's updated database inside ``cache_dir()`` (one file, swapped with os.replace)
+USER_DB_NAME = "advisories.json"
+
+
+def user_db_path() -> Path:
+    return cache_dir() / USER_DB_NAME
+
+
+def load_user() -> AdvisoryDB | None:
+    """The updated database in the user cache; None when absent or not valid (a broken
+    file never hides the bundled snapshot)."""
+    p = user_db_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        return load_bundle_text(text, source=str(p))
+    except AdvisoryError:
+        return None
+
+
+def load_active(*, max_age_days: float | None = None, offline: bool = False) -> AdvisoryDB:
+    """The database a scan matches against: the user's updated copy when present and valid
+    (and not older than the bundled snapshot), else the bundled snapshot.
+
+    ``offline``: only the bundled snapshot. ``max_age_days``: raise ``InputError`` when the
+    data is older than that many days.
     """
     db = load_bundled()
+    if not offline:
+        user = load_user()
+        if user is not None:
+            ub, bb = _parse_stamp(user.built or ""), _parse_stamp(db.built or db.newest or "")
+            if ub is not None and (bb is None or ub >= bb):
+                db = user
     if max_age_days is not None:
-        import datetime as _dt
-
         from ..errors import InputError
 
-        stamp = db.built or db.newest
-        if stamp is None:
+        age = age_days(db)
+        if age is None:
             raise InputError("advisory database: no build date; cannot honour --max-db-age")
-        built = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        if built.tzinfo is None:
-            built = built.replace(tzinfo=_dt.timezone.utc)
-        age = (_dt.datetime.now(_dt.timezone.utc) - built).total_seconds() / 86400
         if age > max_age_days:
             raise InputError(f"advisory database ({db.source}) is {age:.0f} days old, older than "
                              f"--max-db-age {max_age_days:g}; run gpusbom advisories update")

@@ -30,7 +30,8 @@ from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as _Pep
 
 from ..model import AdvisoryMatch, Component, Finding
-from .db import TARGETS, Advisory, AdvisoryDB, Affected, Vulnerability
+from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
+from .cuda_releases import ReleaseGuess, release_of
 from .versions import InvalidVersion, Range, parse
 
 __all__ = ["match", "severity_of", "SEVERITY_ORDER"]
@@ -69,8 +70,14 @@ def _build_index(db: AdvisoryDB) -> _Index:
     for adv in db:
         for vuln in adv.vulnerabilities:
             for target in dict.fromkeys(a.target for a in vuln.affected):
-                for sel in TARGETS.get(target, []):
-                    if "ecosystem" in sel:
+                try:
+                    sels = selectors(target)
+                except KeyError:
+                    sels = []
+                for sel in sels:
+                    if "source" in sel:
+                        key = ("src", sel["ecosystem"], _norm(sel["source"]))
+                    elif "ecosystem" in sel:
                         key = ("pkg", sel["ecosystem"], _norm(sel["name"]))
                     else:
                         key = ("stack", sel["stack"], sel.get("product", "*"))
@@ -94,6 +101,11 @@ def _identities(c: Component) -> list[tuple[tuple[str, str, str], str | None, bo
     out: list[tuple[tuple[str, str, str], str | None, bool]] = []
     if c.ecosystem and c.ecosystem != "generic":
         out.append((("pkg", c.ecosystem, _norm(c.name)), c.version, False))
+        if c.ecosystem in ("deb", "rpm", "apk"):
+            # distro advisories (OSV Debian/Ubuntu) name source packages and their versions
+            src = c.properties.get("source-package") or c.name
+            out.append((("src", c.ecosystem, _norm(src)),
+                        c.properties.get("source-version") or c.version, False))
     products = list(c.products)
     stack = c.properties.get("stack")
     if not products and stack:
@@ -106,6 +118,17 @@ def _identities(c: Component) -> list[tuple[tuple[str, str, str], str | None, bo
         out.append((("stack", p.stack, p.name), version, True))
         out.append((("stack", p.stack, "*"), version, True))
     return out
+
+
+def _distro(c: Component) -> str:
+    """The purl ``distro`` qualifier (``debian-12``), ``"?"`` when the component has none."""
+    purl = c.purl or ""
+    q = purl.split("?", 1)[1] if "?" in purl else ""
+    for kv in q.split("&"):
+        k, _, v = kv.partition("=")
+        if k == "distro" and v:
+            return v.lower()
+    return "?"
 
 
 def _evidence_path(c: Component, via_product: bool) -> str | None:
@@ -204,6 +227,34 @@ def _judge(
     return None
 
 
+def _judge_release(
+    entries: list[Affected], c: Component, guess: ReleaseGuess
+) -> tuple[str, str | None, str] | None:
+    """A CUDA component judged as the toolkit release it ships with.
+
+    Never more than ``review``: a toolkit bulletin names the CUDA Toolkit as a whole (its
+    CVEs are often in one tool, e.g. cuobjdump or nvdisasm), so whether this component
+    carries the vulnerable part is not stated."""
+    what = c.properties.get("product") or c.name
+    caveat = (f"the bulletin names the CUDA Toolkit as a whole; whether {what} carries the "
+              "vulnerable part is not stated")
+    if guess.release is not None:
+        got = _judge(entries, c, guess.release)
+        if got is None:
+            return None
+        return ("review", got[1], f"{guess.how}; {got[2]}; {caveat}")
+    assert guess.lowest is not None and guess.highest is not None
+    lo, hi = _judge(entries, c, guess.lowest), _judge(entries, c, guess.highest)
+    if lo is None and hi is None:
+        return None
+    if lo is not None and hi is not None and lo[0] == hi[0] == "affected":
+        return ("review", lo[1], f"{guess.how}; every such release is in the vendor range "
+                f"({lo[2]}); {caveat}")
+    return ("review", (lo or hi or (None, None, ""))[1],
+            f"{guess.how}; some {guess.lowest}.x releases are affected, others not: "
+            "the exact release is unknown")
+
+
 def _ngc_prerelease_of(v: str, fix: str) -> bool:
     try:
         pv, pf = _Pep(v), _Pep(fix)
@@ -274,8 +325,14 @@ def match(
 ) -> list[Finding]:
     """Every advisory finding for ``components`` (affected or review), sorted."""
     idx = _index(db)
+    components = list(components)
+    # CUDA components are judged as their toolkit release only where no toolkit root
+    # (cuda-toolkit component) was found at the same location: that one speaks for them
+    toolkit_at = {c.properties.get("location") for c in components
+                  if c.properties.get("stack") == "cuda"
+                  and c.properties.get("product") == "cuda-toolkit"}
     findings: list[Finding] = []
-    entries_cache: dict[tuple[int, str], list[Affected]] = {}
+    entries_cache: dict[tuple[int, str], tuple[list[Affected], bool, bool]] = {}
     verdicts: dict[tuple[object, ...], tuple[str, str | None, str] | None] = {}
     for c in components:
         seen: set[tuple[str, str]] = set()
@@ -283,17 +340,34 @@ def match(
             for adv, vuln, target in idx.by_key.get(key, ()):
                 if (adv.id, vuln.id) in seen:
                     continue
+                via_release = None
+                if target == "cuda-toolkit" and key[0] == "stack" and key[2] != "cuda-toolkit":
+                    if key[2] == "*" or c.properties.get("location", "?") in toolkit_at:
+                        continue
+                    via_release = release_of(key[2], version)
+                    if via_release is None:
+                        continue  # a component version that says nothing about the release
                 ekey = (id(vuln), target)
-                entries = entries_cache.get(ekey)
-                if entries is None:
+                cached = entries_cache.get(ekey)
+                if cached is None:
                     entries = [
                         a for a in vuln.affected
                         if a.target == target and a.platform in (None, platform)
                     ]
-                    entries_cache[ekey] = entries
-                props = tuple(c.properties.get(e.version_of) for e in entries if e.version_of)
-                vkey = (id(vuln), target, version, props)
-                if vkey in verdicts:
+                    cached = entries_cache[ekey] = (
+                        entries, any(e.distro for e in entries),
+                        any(e.version_of for e in entries))
+                entries, per_distro, per_prop = cached
+                cdist = None
+                if per_distro:
+                    cdist = _distro(c)
+                    entries = [e for e in entries if e.distro in (None, cdist) or cdist == "?"]
+                props = tuple(c.properties.get(e.version_of) for e in entries
+                              if e.version_of) if per_prop else ()
+                vkey = (id(vuln), target, version, props, cdist)
+                if via_release is not None:
+                    verdict = _judge_release(entries, c, via_release)
+                elif vkey in verdicts:
                     verdict = verdicts[vkey]
                 else:
                     verdict = verdicts[vkey] = _judge(entries, c, version)
@@ -301,6 +375,10 @@ def match(
                     continue
                 seen.add((adv.id, vuln.id))
                 status, fixed, reason = verdict
+                if cdist == "?" and status == "affected":
+                    status = "review"
+                    reason += ("; the advisory is per distribution release and the component's "
+                               "release is unknown")
                 if status == "affected" and c.evidence and all(
                     e.method in _METADATA_METHODS for e in c.evidence
                 ):

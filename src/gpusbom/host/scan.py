@@ -144,10 +144,12 @@ def _finish(components: list[Component], unknowns: list[Unknown], host_comps: li
 
 def _match_advisories(result: ScanResult, db: Any) -> None:
     """Advisory findings for the host's components (drivers, toolkits, packages)."""
-    from ..advisories.db import load_active
+    from ..advisories.db import describe, load_active
     from ..advisories.matcher import match
 
-    result.findings = list(result.findings) + match(result.components, db or load_active())
+    db = db or load_active()
+    result.findings = list(result.findings) + match(result.components, db)
+    result.advisory_db = describe(db, result.timestamp)
 
 
 def scan_host(root: str = "/", **kwargs: Any) -> ScanResult:

@@ -174,3 +174,28 @@ def finding_text(f: object) -> str:
     refs = ", ".join(getattr(f, "components", ()) or ())
     return (f"[{getattr(f, 'severity', '')}] {getattr(f, 'id', '')}: {getattr(f, 'title', '')}"
             + (f" ({refs})" if refs else ""))
+
+
+def advisory_db_pairs(result: object) -> list[tuple[str, str]]:
+    """``gpusbom:advisory-db:*`` (source, built, age-days, advisories) of the advisory
+    database the scan matched against; empty when none was used."""
+    info = getattr(result, "advisory_db", None) or {}
+    out = []
+    for key, name in (("source", "source"), ("built", "built"), ("age_days", "age-days"),
+                      ("advisories", "advisories")):
+        if info.get(key) is not None:
+            out.append((prop(f"advisory-db:{name}"), str(info[key])))
+    return out
+
+
+def advisory_db_text(result: object) -> str | None:
+    """One line: ``advisory database: bundled, built 2026-05-21, 7 days old, 28 advisories``."""
+    info = getattr(result, "advisory_db", None)
+    if not info:
+        return None
+    age = info.get("age_days")
+    parts = [str(info.get("source") or "?"), f"built {info.get('built') or 'unknown'}",
+             f"{age} day{'s' if age != 1 else ''} old" if age is not None else "age unknown"]
+    if info.get("advisories") is not None:
+        parts.append(f"{info['advisories']} advisories")
+    return "advisory database: " + ", ".join(parts)

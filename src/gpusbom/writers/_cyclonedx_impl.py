@@ -23,7 +23,11 @@ from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
 from cyclonedx.model.dependency import Dependency
 from cyclonedx.model.license import DisjunctiveLicense, License, LicenseExpression
 from cyclonedx.model.tool import ToolRepository
-from cyclonedx.model.impact_analysis import ImpactAnalysisAffectedStatus, ImpactAnalysisState
+from cyclonedx.model.impact_analysis import (
+    ImpactAnalysisAffectedStatus,
+    ImpactAnalysisJustification,
+    ImpactAnalysisState,
+)
 from cyclonedx.model.vulnerability import (
     BomTarget,
     BomTargetVersionRange,
@@ -47,8 +51,9 @@ except ImportError:  # pragma: no cover - older releases
     from cyclonedx.factory.license import LicenseFactory  # type: ignore[no-redef,unused-ignore]
 
 from ..errors import UsageError
-from ..model import Component, ComponentType, Evidence, Finding, ScanResult
+from ..model import AdvisoryMatch, Component, ComponentType, Evidence, Finding, ScanResult
 from ._common import (
+    advisory_db_pairs,
     cpe_kind,
     document_uuid,
     finding_text,
@@ -321,6 +326,8 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
         meta_props.append(Property(name=prop(f"finding:{i}"), value=finding_text(fnd)))
     for cid, cver in sorted(result.tool.collectors.items()):
         meta_props.append(Property(name=prop(f"collector:{cid}:version"), value=cver))
+    for name, value in advisory_db_pairs(result):
+        meta_props.append(Property(name=name, value=value))
 
     for name, value in document_probe_pairs(result):
         meta_props.append(Property(name=name, value=value))
@@ -372,6 +379,20 @@ _STATES = {
 }
 
 
+def _analysis(a: AdvisoryMatch, state: ImpactAnalysisState) -> VulnerabilityAnalysis:
+    """``analysis``: state, and for a VEX ``not-affected`` the CycloneDX justification (mapped
+    from OpenVEX terms) with the statement's text as detail."""
+    if a.status != "not-affected" or not a.justification:
+        return VulnerabilityAnalysis(state=state, detail=a.justification or a.reason)
+    from ..advisories.vex import cyclonedx_justification
+
+    code, detail = cyclonedx_justification(a.justification)
+    return VulnerabilityAnalysis(
+        state=state, detail=detail or a.justification,
+        justification=ImpactAnalysisJustification(code) if code else None,
+    )
+
+
 def _vulnerability(f: Finding, refs: set[str]) -> Vulnerability | None:
     a = f.advisory
     if a is None:
@@ -411,7 +432,7 @@ def _vulnerability(f: Finding, refs: set[str]) -> Vulnerability | None:
         detail=f.detail,
         recommendation=(f"upgrade to {a.fixed_version}" if a.fixed_version else None),
         advisories=[VulnerabilityAdvisory(url=XsUri(u), title=a.advisory) for u in urls],
-        analysis=VulnerabilityAnalysis(state=state, detail=a.justification or a.reason),
+        analysis=_analysis(a, state),
         affects=[
             BomTarget(ref=r, versions=[BomTargetVersionRange(
                 version=a.installed_version, status=vstatus)] if a.installed_version else None)

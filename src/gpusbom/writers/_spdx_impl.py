@@ -29,6 +29,7 @@ from ..errors import GpusbomError
 from ._probes import document_probe_pairs, keyed, probe_pairs
 from ..model import Component, ComponentType, Finding, ScanResult
 from ._common import (
+    advisory_db_pairs,
     cpe_kind,
     document_uuid,
     finding_text,
@@ -262,6 +263,7 @@ def _add_advisories(result: ScanResult, packages: list[Package], comps: list[Com
             lines.append(
                 f"{prop('advisory')}={a.vulnerability} ({a.advisory}) {a.status}; "
                 f"severity {f.severity}; fixed {a.fixed_version or '-'}"
+                + (f"; justification {a.justification}" if a.justification else "")
             )
             for u in a.urls[:1]:
                 ref = ExternalPackageRef(ExternalPackageRefCategory.SECURITY, "advisory", u)
@@ -299,6 +301,8 @@ def build_document(result: ScanResult) -> Document:
         doc_notes.append(f"{name}={value}")
     for i, unk in enumerate(sorted_unknowns(result), 1):
         doc_notes.append(f"{prop(f'unknown:{i}')}={unknown_text(unk.collector, unk.reason, unk.path)}")
+    for name, value in advisory_db_pairs(result):
+        doc_notes.append(f"{name}={value}")
     # advisory findings are written as gpusbom:advisory:N (below)
     for i, fnd in enumerate((f for f in result.findings if f.kind != "advisory"), 1):
         doc_notes.append(f"{prop(f'finding:{i}')}={finding_text(fnd)}")
@@ -311,6 +315,7 @@ def build_document(result: ScanResult) -> Document:
             f"{prop(f'advisory:{i}')}={a.vulnerability} {a.advisory} {a.status} "
             f"severity={f.severity} component={','.join(f.components)} "
             f"version={a.installed_version or '-'} fixed={a.fixed_version or '-'}"
+            + (f" justification={a.justification}" if a.justification else "")
         )
     for rel in result.relationships:
         kind = {"depends-on": RelationshipType.DEPENDS_ON, "contains": RelationshipType.CONTAINS}.get(rel.type)

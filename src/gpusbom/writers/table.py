@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..model import Component, ScanResult
 from . import register
+from ._common import advisory_db_text
 from ._probes import probe_detail, probe_facts_text
 from .base import Writer, WriterOptions
 
@@ -185,11 +186,20 @@ def _probe_table(console: Console, result: ScanResult, bold: str) -> None:
 
 
 def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
-    """Advisory findings (``Finding.kind == "advisory"``): affected first, then review."""
-    found = [f for f in result.findings if f.kind == "advisory" and f.advisory is not None]
-    if not found:
-        return
+    """Advisory findings (``Finding.kind == "advisory"``): affected first, then review.
+
+    Findings a VEX statement marked ``not-affected`` are left out of the table and listed
+    below it, one line each with the VEX justification; then the database line."""
+    every = [f for f in result.findings if f.kind == "advisory" and f.advisory is not None]
+    found = [f for f in every if f.advisory and f.advisory.status != "not-affected"]
+    suppressed = [f for f in every if f.advisory and f.advisory.status == "not-affected"]
     names = {c.bom_ref: c.name for c in result.components}
+    if not every:
+        db_line = advisory_db_text(result)
+        if db_line:
+            console.print(Text(""))
+            console.print(Text(db_line))
+        return
     console.print(Text(""))
     table = Table(box=box.SIMPLE_HEAD, header_style=bold or None, pad_edge=False)
     for col in ("VULNERABILITY", "ADVISORY", "SEVERITY", "STATUS", "COMPONENT", "VERSION",
@@ -205,11 +215,23 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
             Text(comp), Text(a.installed_version or "-"), Text(a.fixed_version or "-"),
             Text(f.evidence[0] if f.evidence else ""),
         )
-    console.print(table)
+    if found:
+        console.print(table)
     counts: dict[str, int] = {}
-    for f in found:
+    for f in every:
         st = f.advisory.status if f.advisory else "?"
         counts[st] = counts.get(st, 0) + 1
     console.print(Text(
         "advisories: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())), style=bold
     ))
+    if suppressed:
+        console.print(Text(f"Not affected per VEX ({len(suppressed)}, not in the table above):"))
+        for f in suppressed:
+            a = f.advisory
+            assert a is not None
+            comp = ", ".join(names.get(r, r) for r in f.components)
+            why = a.justification or "no justification given"
+            console.print(Text(f"  - {a.vulnerability} ({a.advisory}) on {comp}: {why}"))
+    db_line = advisory_db_text(result)
+    if db_line:
+        console.print(Text(db_line))

@@ -68,6 +68,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:newer|later)$", re.I), "introduced"),
     # "All versions from 22.09 to 24.03" / "22.09 through 24.03"
     (re.compile(rf"^(?:all\s+)?(?:versions?\s+)?(?:from\s+)?{_V}\s+(?:to|through)\s+{_V}$", re.I), "between"),
+    # "0 - 4.4", "v0 - v10.16.1": from .. up to and including
+    (re.compile(r"^[vV]?(\d+(?:\.\d+)*)\s+-\s+[vV]?(\d+(?:\.\d+)*)$"), "between"),
     # "v1.16.2", "580.126.09", "CUDA Toolkit 12.4.1", "r24.09"
     (re.compile(rf"^(?:version\s+)?{_PFX}{_V}$"), "version"),
 ]
@@ -75,7 +77,9 @@ _QUALIFIED = re.compile(r"^(?P<head>[^()]*?)\s*\((?P<qual>[^()]*)\)\s*$")
 _QUAL_RANGE = re.compile(
     r"^all\s+(?:versions?\s+)?(?:prior\s+to\s+and\s+including|up\s+to\s+and\s+including)\b", re.I
 )
-_SUFFIX = re.compile(r"^(?P<head>.*?)\s+(?P<qual>for support of .*|LTS)$", re.I)
+_SUFFIX = re.compile(
+    r"^(?P<head>.*?\d)\.?\s+(?P<qual>for support of .*|LTS|Only .*)$", re.I
+)
 _UPDATE = re.compile(r"\b(\d+\.\d+)(?:U|\s+Update\s+)(\d+)\b")
 
 
@@ -357,6 +361,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                 g.setdefault("unparsed", []).append(p.name)
         affected = []
         for g in groups.values():
+            _drop_unparsable(g, imp)
             unparsed = g.pop("unparsed", None)
             conditions = g.pop("conditions")
             phrases = g.pop("phrases")
@@ -404,6 +409,36 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
         "vulnerabilities": vulns_out,
     }
     return imp
+
+
+def _drop_unparsable(g: dict[str, Any], imp: CsafImport) -> None:
+    """Versions the phrase parser found but the product's scheme cannot compare
+    (``0.1.x``) are reported as unparsed, not kept in ranges."""
+    from ..versions import InvalidVersion, parse
+
+    def ok(v: str) -> bool:
+        try:
+            parse(g["scheme"], v)
+        except InvalidVersion:
+            return False
+        return True
+
+    bad: list[str] = []
+    keep = []
+    for r in g["ranges"]:
+        if all(ok(v) for k, v in r.items() if not (k == "introduced" and v == "0")):
+            keep.append(r)
+        else:
+            bad.append(" / ".join(f"{k} {v}" for k, v in r.items()))
+    g["ranges"] = keep
+    for key in ("versions", "fixed"):
+        vals = [v for v in g[key] if ok(v)]
+        bad.extend(v for v in g[key] if not ok(v))
+        g[key] = vals
+    if bad:
+        g.setdefault("unparsed", []).extend(bad)
+        for b in bad:
+            imp.unparsed.append(("(scheme " + g["scheme"] + ")", b))
 
 
 def _clean(v: str) -> str:

@@ -1,46 +1,108 @@
-"""``gpusbom advisories``: the advisory database."""
+"""``gpusbom advisories``: the advisory database (list, show, update)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ...errors import UsageError
+from .._common import EXIT_OK
 from .._common import fail as _fail
 from ..app import app
 
 advisories_app = typer.Typer(
-    help="The advisory database (bundled snapshot): list and show records.",
+    help="The advisory database: list and show records, update from the vendor feeds.",
     no_args_is_help=True,
 )
 app.add_typer(advisories_app, name="advisories")
 
 
 @advisories_app.command("list")
-def advisories_list() -> None:
-    """One line per advisory: id, date, vendor, CVEs, title."""
-    from ...advisories.db import load_bundled
+def advisories_list(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """One line per advisory: id, date, vendor, CVEs, title; then which database it is."""
+    try:
+        from ...advisories.db import describe, load_active
 
-    db = load_bundled()
-    for a in db:
-        cves = ",".join(v.id for v in a.vulnerabilities)
-        print(f"{a.id}\t{a.published[:10]}\t{a.vendor}\t{cves}\t{a.title}")
-    print(f"{len(db)} advisories ({db.source}, data as of {db.built or db.newest})")
+        db = load_active()
+        for a in db:
+            cves = ",".join(v.id for v in a.vulnerabilities)
+            print(f"{a.id}\t{a.published[:10]}\t{a.vendor}\t{cves}\t{a.title}")
+        info = describe(db)
+        print(f"{len(db)} advisories ({info['source']}, built {info['built']}, "
+              f"{info['age_days']} days old)")
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
 
 
 @advisories_app.command("show")
 def advisories_show(
     ident: Annotated[str, typer.Argument(help="Advisory id or CVE.")],
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
     """The record of one advisory (by id or CVE) as JSON."""
     import json as _json
 
-    from ...advisories.db import load_bundled
+    try:
+        from ...advisories.db import load_active
 
-    a = load_bundled().get(ident)
-    if a is None:
-        raise typer.Exit(_fail(UsageError(f"no advisory {ident!r} in the database"), False))
+        a = load_active().get(ident)
+        if a is None:
+            raise UsageError(f"no advisory {ident!r} in the database")
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
     print(_json.dumps(a.raw, indent=2, ensure_ascii=False))
 
 
+@advisories_app.command("update")
+def advisories_update(
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="NAME=URL for a feed (nvidia-csaf, osv, curated), or "
+                     "NAME=off; repeatable. Also GPUSBOM_NVIDIA_CSAF_URL, GPUSBOM_OSV_URL, "
+                     "GPUSBOM_CURATED_URL."),
+    ] = None,
+    ecosystem: Annotated[
+        list[str] | None,
+        typer.Option("--ecosystem", help="OSV ecosystem archive to fetch; repeatable "
+                     "(default: PyPI, Debian, Ubuntu)."),
+    ] = None,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Drop the updated database: scans use the "
+                           "bundled snapshot again. Fetches nothing.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Fetch NVIDIA's CSAF bulletins, OSV archives and the curated bundle over HTTPS, verify
+    their checksums, and swap the new database into the user cache atomically.
+
+    Any failure (offline, interrupted download, bad checksum, invalid data) leaves the
+    current database as it was and exits 3. Without an update, scans use the snapshot
+    bundled with gpusbom."""
+    try:
+        from ...advisories import update as upd
+
+        if reset:
+            gone = upd.reset()
+            print(f"{gone}: removed; scans use the bundled snapshot" if gone
+                  else "no updated database; scans use the bundled snapshot")
+            raise typer.Exit(EXIT_OK)
+        sources = upd.resolve_sources(source or ())
+        report = upd.update(
+            sources=sources,
+            ecosystems=tuple(ecosystem or upd.DEFAULT_ECOSYSTEMS),
+            progress=None if quiet else (lambda m: print(f"fetching {m}...", file=sys.stderr)),
+        )
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
+    for line in report.skipped[:20]:
+        print(f"skipped: {line}", file=sys.stderr)
+    if len(report.skipped) > 20:
+        print(f"skipped: ... and {len(report.skipped) - 20} more", file=sys.stderr)
+    print(report.summary())

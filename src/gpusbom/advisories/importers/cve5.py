@@ -1,0 +1,249 @@
+"""CVE JSON 5 records (CVEProject/cvelistV5, and the CVE files NVIDIA publishes beside its
+CSAF bulletins) -> gpusbom advisory records.
+
+What the vendors put in ``containers.cna.affected[]`` varies, and all of it is read:
+
+- NVIDIA: ``product`` names (``GeForce``, ``NVIDIA Container Toolkit``), the driver branch
+  in ``platforms`` (``Linux(R580)``) and free-text versions (``All driver versions prior
+  to 580.126.09``) -> the CSAF importer's phrase parser;
+- structured ranges (``version`` + ``lessThan`` / ``lessThanOrEqual``, as GHSA-derived
+  records and CISA's ADP container write them);
+- ``status: unaffected`` versions -> fixed versions; a ``defaultStatus: affected`` with
+  only unaffected versions listed gives no machine-readable range (``no_range``, the
+  fixed versions kept): the record does not claim which versions are affected;
+- Intel's ``See references`` / ``before version 2.0.2`` phrasing.
+
+Scores: ``metrics[].cvssV4_0`` / ``cvssV3_1`` / ``cvssV3_0`` of the CNA, then of ADP
+containers. Products gpusbom does not identify go to ``unmapped``; phrases it cannot
+parse go to ``unparsed`` and make the entry ``no_range`` (``review``), never silence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..versions import InvalidVersion, parse
+from .csaf import CsafProduct, parse_arch, parse_phrase, target_of
+
+__all__ = ["Cve5Import", "import_cve5", "target_for"]
+
+# products of other vendors, by name (NVIDIA's go through the CSAF importer's table)
+_OTHER_TARGETS = [
+    (re.compile(r"level[ -]?zero", re.IGNORECASE), "level-zero", "semver"),
+    (re.compile(r"DPC\+\+", re.IGNORECASE), "intel-dpcpp-compiler", "intel"),
+    (re.compile(r"oneMKL|math kernel library", re.IGNORECASE), "intel-onemkl", "intel"),
+    (re.compile(r"compute[ -]runtime", re.IGNORECASE), "intel-graphics-driver", "intel"),
+    (re.compile(r"^py ?torch$", re.IGNORECASE), "torch", "pep440"),
+]
+_VENDORS = {"nvidia": "NVIDIA", "intel": "Intel", "amd": "AMD", "github_m": "GitHub",
+            "mitre": "MITRE", "vuldb": "VulDB"}
+_NONE = {"", "0", "*", "n/a", "unspecified", "unknown"}
+
+
+def target_for(vendor: str, product: str, cpes: list[str]) -> tuple[str | None, str]:
+    """(gpusbom target, version scheme) for a CVE record's vendor/product."""
+    for rx, target, scheme in _OTHER_TARGETS:
+        if rx.search(product):
+            return target, scheme
+    if "nvidia" in vendor.lower() or any(":nvidia:" in c for c in cpes):
+        return target_of(CsafProduct(product_id="", name=product, category="product_name",
+                                     product=product, cpe=cpes[0] if cpes else None))
+    return None, "semver"
+
+
+@dataclass
+class Cve5Import:
+    record: dict[str, Any] | None
+    unparsed: list[str] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+
+_BEFORE = re.compile(r"^(?:before|prior to|below)\s+(?:version\s+)?v?(\S+)$", re.IGNORECASE)
+
+
+def _phrase(text: str) -> dict[str, str] | None:
+    """A free-text version -> {"version": ...} or a range dict; None if not understood."""
+    m = _BEFORE.match(" ".join(text.split()))
+    if m:
+        return {"fixed": m.group(1)}
+    ph = parse_phrase(text)
+    if ph is None:
+        return None
+    if ph.version:
+        return {"version": _clean(ph.version)}
+    r = {k: _clean(getattr(ph, k)) for k in ("introduced", "fixed", "last_affected")
+         if getattr(ph, k)}
+    return r or None
+
+
+def _clean(v: str) -> str:
+    return v[1:] if v[:1] in ("v", "V") and v[1:2].isdigit() else v
+
+
+def _ok(scheme: str, v: str) -> bool:
+    try:
+        parse(scheme, v)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _scores(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in containers:
+        for m in c.get("metrics") or []:
+            for key, typ in (("cvssV4_0", "CVSS_V4_0"), ("cvssV3_1", "CVSS_V3_1"),
+                             ("cvssV3_0", "CVSS_V3_0")):
+                x = m.get(key) if isinstance(m, dict) else None
+                if isinstance(x, dict) and isinstance(x.get("baseScore"), (int, float)):
+                    e = {"type": typ, "vector": x.get("vectorString"),
+                         "score": float(x["baseScore"])}
+                    if e not in out:
+                        out.append(e)
+    return out
+
+
+def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
+                published: str | None = None) -> Cve5Import:
+    """One CVE JSON 5 record -> a gpusbom record. ``published``: the date to use when the
+    record carries none (NVIDIA's CVE files beside a bulletin have no dates: pass the
+    bulletin's); without any date no record is made (``skipped``)."""
+    meta = doc.get("cveMetadata") or {}
+    cve = str(meta.get("cveId", "")).strip()
+    if not cve:
+        return Cve5Import(None, ["record without cveMetadata.cveId"], skipped="no id")
+    if meta.get("state") == "REJECTED":
+        return Cve5Import(None, skipped=f"{cve}: rejected")
+    cna = (doc.get("containers") or {}).get("cna") or {}
+    adp = [a for a in (doc.get("containers") or {}).get("adp") or [] if isinstance(a, dict)]
+    imp = Cve5Import(record=None)
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for a in cna.get("affected") or []:
+        vendor, product = str(a.get("vendor", "")), str(a.get("product", ""))
+        target, scheme = target_for(vendor, product, list(a.get("cpes") or []))
+        if target is None:
+            if product not in imp.unmapped:
+                imp.unmapped.append(product)
+            continue
+        for plat in a.get("platforms") or [None]:
+            platform, branch, variant = parse_arch(plat) if plat else (None, None, None)
+            if branch and scheme != "nvidia-driver":
+                branch = None  # a release line of a non-driver product: not a driver branch
+            key = (target, product, platform, branch, variant)
+            g = groups.setdefault(key, {
+                "target": target, "vendor_product": product, "scheme": scheme,
+                **{k: v for k, v in (("platform", platform), ("branch", branch),
+                                     ("variant", variant)) if v},
+                "ranges": [], "versions": [], "fixed": [], "phrases": [], "bad": [],
+                "default": a.get("defaultStatus"),
+            })
+            for v in a.get("versions") or []:
+                _version(v, g, scheme)
+    affected = []
+    for g in groups.values():
+        bad, phrases, default = g.pop("bad"), g.pop("phrases"), g.pop("default")
+        imp.unparsed.extend(f"{g['vendor_product']}: {b}" for b in bad)
+        if not g["ranges"] and not g["versions"]:
+            if default == "affected" and g["fixed"]:
+                g["no_range"] = ("vendor lists only unaffected versions ("
+                                 + ", ".join(g["fixed"]) + "); affected versions not stated")
+            elif not phrases and not bad:
+                continue  # nothing said to be affected for this product
+            else:
+                g["no_range"] = "vendor gives no machine-readable versions: " + "; ".join(
+                    bad or phrases)
+        elif bad:
+            g["note"] = "some vendor versions not understood: " + "; ".join(bad)
+        for k in ("ranges", "versions", "fixed"):
+            if not g[k]:
+                del g[k]
+        if phrases:
+            g["vendor_phrases"] = phrases
+        affected.append(g)
+    if not affected:
+        imp.skipped = f"{cve}: no product gpusbom identifies"
+        return imp
+    title = str(cna.get("title") or "").strip()
+    if not title:
+        for d in cna.get("descriptions") or []:
+            if isinstance(d, dict) and str(d.get("lang", "")).startswith("en"):
+                title = " ".join(str(d.get("value", "")).split())[:200]
+                break
+    date = str(meta.get("datePublished") or cna.get("datePublic")
+               or (cna.get("providerMetadata") or {}).get("dateUpdated") or published or "")[:10]
+    if not re.match(r"^\d{4}-\d{2}-\d{2}$", date):
+        imp.skipped = f"{cve}: the record has no publication date"
+        return imp
+    assigner = str(meta.get("assignerShortName") or "")
+    sources = [f"https://www.cve.org/CVERecord?id={cve}"]
+    if source_url and source_url.startswith("https://"):
+        sources.append(source_url)
+    for r in cna.get("references") or []:
+        u = r.get("url") if isinstance(r, dict) else None
+        if isinstance(u, str) and u.startswith("https://") and u not in sources \
+                and len(sources) < 6:
+            sources.append(u)
+    imp.record = {
+        "id": cve,
+        "vendor": _VENDORS.get(assigner.lower(), assigner or "CVE"),
+        "aliases": [],
+        "title": title or cve,
+        "published": date,
+        "modified": str(meta.get("dateUpdated") or "")[:10] or None,
+        "sources": sources,
+        "verification": {
+            "status": "verified" if not imp.unparsed else "partial",
+            "notes": "imported from CVE JSON 5"
+            + ("; not understood: " + "; ".join(imp.unparsed) if imp.unparsed else ""),
+        },
+        "vulnerabilities": [{"id": cve, "severity": _scores([cna, *adp]),
+                             "affected": affected}],
+    }
+    return imp
+
+
+def _version(v: Any, g: dict[str, Any], scheme: str) -> None:
+    if not isinstance(v, dict):
+        g["bad"].append(repr(v))
+        return
+    status = v.get("status")
+    text = str(v.get("version", "")).strip()
+    lt, lte = v.get("lessThan"), v.get("lessThanOrEqual")
+    if status == "unaffected":
+        if lt is None and lte is None:
+            got = _phrase(text) if text else None
+            ver = got.get("version") if got else None
+            if ver and _ok(scheme, ver) and ver not in g["fixed"]:
+                g["fixed"].append(ver)
+        return
+    if status != "affected":
+        return
+    g["phrases"].append(text)
+    if lt is not None or lte is not None:
+        r: dict[str, str] = {}
+        if text.lower() not in _NONE:
+            r["introduced"] = _clean(text)
+        if lt is not None and str(lt).strip() not in ("*", ""):
+            r["fixed"] = _clean(str(lt).strip())
+        elif lte is not None and str(lte).strip() not in ("*", ""):
+            r["last_affected"] = _clean(str(lte).strip())
+        if not r or any(not _ok(scheme, x) for x in r.values()):
+            g["bad"].append(f"{text} < {lt or lte}" if (lt or lte) else text)
+            return
+        if r not in g["ranges"]:
+            g["ranges"].append(r)
+        if "fixed" in r and r["fixed"] not in g["fixed"]:
+            g["fixed"].append(r["fixed"])
+        return
+    got = _phrase(text)
+    if got is None or any(not _ok(scheme, x) for x in got.values()):
+        g["bad"].append(text)
+        return
+    if "version" in got:
+        if got["version"] not in g["versions"]:
+            g["versions"].append(got["version"])
+    elif got not in g["ranges"]:
+        g["ranges"].append(got)

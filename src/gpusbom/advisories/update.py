@@ -1,0 +1,450 @@
+"""``gpusbom advisories update``: fetch feeds, build a new database, swap it in atomically.
+
+Feeds (each URL configurable, so a mirror or a test server can stand in):
+
+- ``nvidia-csaf``: NVIDIA PSIRT's repository (raw files of NVIDIA/product-security):
+  ``<base>/<year>/CVE_index.csv`` lists each year's bulletins (a missing year is
+  skipped); each bulletin's ``<base>/<year>/<id>/<id>.json`` is checked against the
+  ``<id>.json.sha256`` NVIDIA publishes beside it, then imported with the CSAF importer;
+- ``osv``: OSV ecosystem archives ``<base>/<ECOSYSTEM>/all.zip`` (PyPI, Debian,
+  Ubuntu by default), checked against the MD5 in Google Cloud Storage's ``x-goog-hash``
+  header when the server sends one, filtered to GPU-stack packages
+  (``importers.osv.gpu_relevant``) and imported with the OSV importer;
+- ``curated``: the project's curated bundle (the format of ``gpusbom/data/advisories.json``)
+  with its ``.sha256`` beside it. Without a URL the curated records shipped with this
+  gpusbom are used.
+
+Every download is over HTTPS (plain ``http://`` only for a loopback test server), with
+``requests``, and must arrive whole: a short body (the server closed early or sent a
+wrong ``Content-Length``), an HTTP error, a checksum mismatch, a connection failure or
+data that is not what the feed promises raises ``UpdateError`` (an ``InputError``: exit 3)
+and leaves the current database untouched. Only when every feed was fetched, every record
+validated and the new bundle re-read and validated is it moved over the old one with
+``os.replace`` (atomic on one file system). Individual entries that the importers cannot
+turn into valid records are skipped and counted in the summary, never half-kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as _dt
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import InputError
+from .db import (
+    AdvisoryDB,
+    AdvisoryError,
+    bundle,
+    cache_dir,
+    load_bundle_text,
+    load_bundled,
+    user_db_path,
+    validate_record,
+)
+
+__all__ = ["DEFAULT_SOURCES", "UpdateError", "UpdateReport", "update"]
+
+DEFAULT_SOURCES: dict[str, str | None] = {
+    "nvidia-csaf": "https://raw.githubusercontent.com/NVIDIA/product-security/main",
+    "osv": "https://osv-vulnerabilities.storage.googleapis.com",
+    "curated": None,  # the records shipped with gpusbom
+}
+ENV_VARS = {"nvidia-csaf": "GPUSBOM_NVIDIA_CSAF_URL", "osv": "GPUSBOM_OSV_URL",
+            "curated": "GPUSBOM_CURATED_URL"}
+DEFAULT_ECOSYSTEMS = ("PyPI", "Debian", "Ubuntu")
+FIRST_CSAF_YEAR = 2022
+_TIMEOUT = (10.0, 60.0)
+_MAX_FILE = 4 << 20  # one CSAF document / index / checksum
+_MAX_ARCHIVE = 2 << 30  # one OSV all.zip
+
+
+class UpdateError(InputError):
+    """The update could not complete; the current database is unchanged."""
+
+
+@dataclass
+class UpdateReport:
+    path: Path
+    advisories: int
+    built: str
+    feeds: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # entries not turned into records
+
+    def summary(self) -> str:
+        parts = [f"{f['name']}: {f['records']} records" for f in self.feeds]
+        return (f"{self.path}: {self.advisories} advisories (built {self.built}; "
+                + "; ".join(parts) + f"; {len(self.skipped)} entries skipped)")
+
+
+def resolve_sources(overrides: Iterable[str] = ()) -> dict[str, str | None]:
+    """Feed URLs: defaults, then the ``GPUSBOM_*_URL`` variables, then ``NAME=URL`` options
+    (``NAME=off`` disables a feed)."""
+    out = dict(DEFAULT_SOURCES)
+    for name, var in ENV_VARS.items():
+        if os.environ.get(var):
+            out[name] = os.environ[var]
+    for item in overrides:
+        name, sep, url = item.partition("=")
+        name = name.strip()
+        if not sep or name not in out:
+            raise InputError(f"--source {item!r}: expected NAME=URL with NAME one of "
+                             + ", ".join(out))
+        out[name] = None if url.strip() in ("", "off", "none") else url.strip().rstrip("/")
+        if name == "curated" and out[name] is None:
+            out[name] = ""  # explicitly off: not even the shipped records
+    for name, value in out.items():
+        if value:
+            _check_url(name, value)
+    return out
+
+
+def _check_url(name: str, url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return
+    if parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return  # a loopback test server
+    raise InputError(f"feed {name}: {url} is not an https:// URL")
+
+
+# --------------------------------------------------------------------------- downloads
+
+
+class _Fetcher:
+    def __init__(self) -> None:
+        import requests
+
+        self.requests = requests
+        self.session = requests.Session()
+        self.session.headers["User-Agent"] = "gpusbom-advisories-update"
+
+    def _open(self, url: str, *, missing_ok: bool = False) -> Any:
+        req = self.requests
+        try:
+            resp = self.session.get(url, stream=True, timeout=_TIMEOUT)
+        except req.exceptions.SSLError as exc:
+            raise UpdateError(f"{url}: TLS verification failed: {_short(exc)}") from None
+        except req.exceptions.RequestException as exc:
+            raise UpdateError(f"{url}: cannot connect (offline?): {_short(exc)}") from None
+        if missing_ok and resp.status_code == 404:
+            resp.close()
+            return None
+        if resp.status_code != 200:
+            resp.close()
+            raise UpdateError(f"{url}: HTTP {resp.status_code}")
+        return resp
+
+    def _chunks(self, resp: Any, url: str, limit: int) -> Iterable[bytes]:
+        req = self.requests
+        expected = resp.headers.get("Content-Length")
+        got = 0
+        try:
+            for chunk in resp.raw.stream(1 << 16, decode_content=True):
+                got += len(chunk)
+                if got > limit:
+                    raise UpdateError(f"{url}: larger than {limit} bytes")
+                yield chunk
+        except (req.exceptions.RequestException, OSError) as exc:
+            raise UpdateError(f"{url}: download interrupted: {_short(exc)}") from None
+        except Exception as exc:  # urllib3 ProtocolError / IncompleteRead
+            if isinstance(exc, UpdateError):
+                raise
+            raise UpdateError(f"{url}: download interrupted: {_short(exc)}") from None
+        finally:
+            resp.close()
+        if (expected is not None and expected.isdigit() and int(expected) != got
+                and resp.headers.get("Content-Encoding") in (None, "identity")):
+            raise UpdateError(f"{url}: download interrupted: got {got} of {expected} bytes")
+
+    def get(self, url: str, *, missing_ok: bool = False, limit: int = _MAX_FILE) -> bytes | None:
+        resp = self._open(url, missing_ok=missing_ok)
+        if resp is None:
+            return None
+        return b"".join(self._chunks(resp, url, limit))
+
+    def get_to_file(self, url: str, dest: Path, limit: int = _MAX_ARCHIVE) -> dict[str, str]:
+        """Stream to ``dest``; returns the response's checksum headers."""
+        resp = self._open(url)
+        goog = resp.headers.get("x-goog-hash", "")
+        md5 = hashlib.md5(usedforsecurity=False)
+        sha = hashlib.sha256()
+        with open(dest, "wb") as f:
+            for chunk in self._chunks(resp, url, limit):
+                f.write(chunk)
+                md5.update(chunk)
+                sha.update(chunk)
+        sums = dict(x.strip().split("=", 1) for x in goog.split(",") if "=" in x)
+        if "md5" in sums:
+            want = sums["md5"].strip()
+            have = base64.b64encode(md5.digest()).decode()
+            if want != have:
+                raise UpdateError(f"{url}: checksum mismatch (x-goog-hash md5 {want}, "
+                                  f"got {have})")
+        return {"sha256": sha.hexdigest(), "checked": "x-goog-hash md5" if "md5" in sums
+                else "length only (the server published no checksum)"}
+
+
+def _short(exc: BaseException) -> str:
+    s = " ".join(str(exc).split())
+    return s[:160] + ("..." if len(s) > 160 else "")
+
+
+def _sha256_of(text: bytes, url: str) -> str:
+    word = text.decode("ascii", "replace").strip().split()
+    if not word or len(word[0]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in word[0]):
+        raise UpdateError(f"{url}: not a sha256 checksum file")
+    return word[0].lower()
+
+
+def _verified(fetch: _Fetcher, url: str) -> bytes:
+    """The file at ``url``, checked against ``url.sha256``."""
+    want = _sha256_of(fetch.get(url + ".sha256") or b"", url + ".sha256")
+    data = fetch.get(url) or b""
+    have = hashlib.sha256(data).hexdigest()
+    if have != want:
+        raise UpdateError(f"{url}: checksum mismatch (published {want[:16]}..., "
+                          f"downloaded {have[:16]}...)")
+    return data
+
+
+def _json(data: bytes, url: str) -> Any:
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UpdateError(f"{url}: invalid data: not JSON ({_short(exc)})") from None
+
+
+# --------------------------------------------------------------------------- feeds
+
+
+def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from .importers.csaf import import_csaf
+
+    year_now = _dt.datetime.now(_dt.timezone.utc).year
+    docs: list[tuple[str, str]] = []
+    for year in range(FIRST_CSAF_YEAR, year_now + 1):
+        url = f"{base}/{year}/CVE_index.csv"
+        data = fetch.get(url, missing_ok=True)
+        if data is None:
+            continue
+        try:
+            rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig")), delimiter=";"))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise UpdateError(f"{url}: invalid data: {_short(exc)}") from None
+        if rows and "Bulletin" not in rows[0]:
+            raise UpdateError(f"{url}: invalid data: no 'Bulletin' column")
+        ids = sorted({r["Bulletin"].strip() for r in rows if (r.get("Bulletin") or "").strip()})
+        docs.extend((str(year), i) for i in ids if i.isdigit())
+    if not docs:
+        raise UpdateError(f"{base}: no CSAF index found (CVE_index.csv of {FIRST_CSAF_YEAR}-"
+                          f"{year_now})")
+
+    def one(item: tuple[str, str]) -> tuple[str, bytes]:
+        year, bid = item
+        url = f"{base}/{year}/{bid}/{bid}.json"
+        return url, _verified(fetch, url)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        got = list(pool.map(one, docs))
+    records = []
+    phrases = parsed = 0
+    for url, data in got:
+        doc = _json(data, url)
+        if not isinstance(doc, dict) or "document" not in doc:
+            raise UpdateError(f"{url}: invalid data: not a CSAF document")
+        imp = import_csaf(doc, source_url=url)
+        phrases += imp.phrases
+        parsed += imp.parsed
+        rec = imp.record
+        rec["vulnerabilities"] = [v for v in rec["vulnerabilities"] if v["affected"]]
+        if not rec["vulnerabilities"]:
+            continue  # no product gpusbom identifies
+        rec["aliases"] = sorted({v["id"] for v in rec["vulnerabilities"]} - {rec["id"]})
+        try:
+            validate_record(rec)
+        except AdvisoryError as exc:
+            skipped.append(f"{url}: {exc}")
+            continue
+        records.append(rec)
+    info = {"name": "nvidia-csaf", "url": base, "documents": len(docs), "phrases": phrases,
+            "phrases_parsed": parsed, "checked": "sha256 files published beside each document"}
+    return records, info
+
+
+def _osv_feed(fetch: _Fetcher, base: str, ecosystems: Iterable[str], tmp: Path,
+              skipped: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from .importers.osv import gpu_relevant, import_osv
+
+    records = []
+    archives = []
+    for eco in ecosystems:
+        url = f"{base}/{eco}/all.zip"
+        dest = tmp / f"osv-{eco}.zip"
+        sums = fetch.get_to_file(url, dest)
+        archives.append({"ecosystem": eco, **sums})
+        try:
+            zf = zipfile.ZipFile(dest)
+        except zipfile.BadZipFile as exc:
+            raise UpdateError(f"{url}: invalid data: {_short(exc)}") from None
+        with zf:
+            for name in sorted(zf.namelist()):
+                if not name.endswith(".json"):
+                    continue
+                try:
+                    raw = zf.read(name)
+                except (zipfile.BadZipFile, OSError, ValueError) as exc:
+                    raise UpdateError(f"{url}: invalid data in {name}: {_short(exc)}") from None
+                if not _mentions_gpu_package(raw):
+                    continue
+                doc = _json(raw, f"{url}!{name}")
+                if not isinstance(doc, dict):
+                    raise UpdateError(f"{url}!{name}: invalid data: not an OSV entry")
+                imp = import_osv(doc, keep=gpu_relevant)
+                if imp.record is None:
+                    continue
+                try:
+                    validate_record(imp.record)
+                except AdvisoryError as exc:
+                    skipped.append(f"{url}!{name}: {exc}")
+                    continue
+                records.append(imp.record)
+    return records, {"name": "osv", "url": base, "archives": archives}
+
+
+def _mentions_gpu_package(raw: bytes) -> bool:
+    """A cheap prefilter before JSON parsing (archives hold tens of thousands of entries):
+    the ``"name"`` of a GPU-stack package must appear somewhere."""
+    from .importers.osv import GPU_DEB_PREFIXES, GPU_PYPI, GPU_PYPI_PREFIXES
+
+    low = raw.lower()
+    words = (*GPU_PYPI, *GPU_PYPI_PREFIXES, *GPU_DEB_PREFIXES, "github.com/nvidia/")
+    return any(f'"{w}'.encode() in low for w in words)
+
+
+def _curated_feed(fetch: _Fetcher, url: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if url == "":
+        return [], {"name": "curated", "url": None, "records": 0}
+    if url is None:
+        db = load_bundled()
+        recs = [a.raw for a in db]
+        return recs, {"name": "curated", "url": "bundled", "built": db.built}
+    data = _verified(fetch, url)
+    try:
+        db = load_bundle_text(data.decode("utf-8"), source=url)
+    except (AdvisoryError, UnicodeDecodeError) as exc:
+        raise UpdateError(f"{url}: invalid data: {_short(exc)}") from None
+    return [a.raw for a in db], {"name": "curated", "url": url, "built": db.built,
+                                 "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _merge(groups: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """First one wins: a record whose id, or whose vulnerability ids, were already given by
+    an earlier record (curated before NVIDIA CSAF before OSV) is left out, so one CVE on one
+    product is not reported twice."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for recs in groups:
+        for rec in sorted(recs, key=lambda r: str(r.get("id"))):
+            names = {str(rec["id"]).upper()} | {
+                str(x).upper() for v in rec.get("vulnerabilities", [])
+                for x in (v.get("id"), *v.get("aliases", [])) if x
+            }
+            if names & seen:
+                continue
+            seen |= names
+            out.append(rec)
+    return out
+
+
+def update(
+    *,
+    sources: dict[str, str | None] | None = None,
+    ecosystems: Iterable[str] = DEFAULT_ECOSYSTEMS,
+    workers: int = 8,
+    progress: Callable[[str], None] | None = None,
+) -> UpdateReport:
+    """Fetch every feed, build and validate a new database, then swap it in atomically."""
+    sources = sources if sources is not None else resolve_sources()
+    say = progress or (lambda _msg: None)
+    dest = user_db_path()
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UpdateError(f"{dest.parent}: cannot create the cache directory: {exc}") from None
+    fetch = _Fetcher()
+    skipped: list[str] = []
+    feeds: list[dict[str, Any]] = []
+    groups: list[list[dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory(prefix=".update-", dir=dest.parent) as tmpd:
+        tmp = Path(tmpd)
+        say("curated records")
+        recs, info = _curated_feed(fetch, sources.get("curated"))
+        groups.append(recs)
+        feeds.append({**info, "records": len(recs)})
+        if sources.get("nvidia-csaf"):
+            say("NVIDIA CSAF bulletins")
+            recs, info = _csaf_feed(fetch, str(sources["nvidia-csaf"]), skipped, workers)
+            groups.append(recs)
+            feeds.append({**info, "records": len(recs)})
+        if sources.get("osv"):
+            say("OSV archives")
+            recs, info = _osv_feed(fetch, str(sources["osv"]), ecosystems, tmp, skipped)
+            groups.append(recs)
+            feeds.append({**info, "records": len(recs)})
+        records = _merge(groups)
+        built = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+        built = built.replace("+00:00", "Z")
+        text = json.dumps(bundle(records, built, feeds=feeds), indent=1, sort_keys=True,
+                          ensure_ascii=False) + "\n"
+        staged = tmp / "advisories.json"
+        staged.write_text(text, encoding="utf-8")
+        try:  # what scans will read must load: re-read the staged file, as they will
+            db: AdvisoryDB = load_bundle_text(staged.read_text(encoding="utf-8"),
+                                              source=str(dest))
+        except AdvisoryError as exc:
+            raise UpdateError(f"new database is invalid, kept the old one: {exc}") from None
+        with open(staged, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(staged, dest)
+    _fsync_dir(dest.parent)
+    return UpdateReport(path=dest, advisories=len(db), built=built, feeds=feeds,
+                        skipped=skipped)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def reset() -> Path | None:
+    """Drop the updated database (scans then use the bundled snapshot); its path or None."""
+    p = user_db_path()
+    try:
+        p.unlink()
+    except FileNotFoundError:
+        return None
+    return p
+
+
+__all__ += ["cache_dir", "reset", "resolve_sources"]

@@ -1,0 +1,69 @@
+"""CUDA toolkit release vs component versions: an advisory naming a toolkit release
+matches an image that carries only components (libcudart.so.12.4.127, cuBLAS 12.4.5.8)."""
+
+from __future__ import annotations
+
+from gpusbom.advisories.cuda_releases import RELEASES, SOURCES, release_of
+from gpusbom.advisories.db import load_bundled
+from gpusbom.advisories.matcher import match
+from gpusbom.model import Component, Evidence
+
+DB = load_bundled()
+
+
+def comp(product: str, version: str, loc: str = "/usr/local/cuda-12.4") -> Component:
+    return Component(name=product, version=version, ecosystem="generic",
+                     properties={"stack": "cuda", "product": product, "location": loc},
+                     evidence=[Evidence("cuda", "soname", f"{loc}/lib64/lib{product}.so.{version}")],
+                     bom_ref=f"{product}@{version}")
+
+
+def status(cs: list[Component], vuln: str) -> list[tuple[str, str, str | None]]:
+    return [(f.components[0], f.advisory.status, f.advisory.fixed_version)
+            for f in match(cs, DB) if f.id == vuln and f.advisory]
+
+
+def test_table_rows_cite_sources() -> None:
+    assert set(RELEASES) == set(SOURCES)
+    assert RELEASES["12.4.1"]["cudart"] == "12.4.127"
+    assert release_of("cudart", "12.4.127").release == "12.4.1"
+    assert release_of("cublas", "12.4.5.8").release == "12.4.1"
+    assert release_of("cudart", "12.6.77").release is None  # not in the table: a 12.6.x
+    assert release_of("cudart", "12.6.77").lowest == "12.6"
+    assert release_of("cublas", "12.6.4.1") is None  # own numbering: nothing to say
+
+
+def test_libcudart_matches_toolkit_advisory() -> None:
+    # NVIDIA 5594: CUDA Toolkit up to 12.8 (fixed in 12.8). The bulletin names the toolkit
+    # as a whole (the flaws are in cuobjdump/nvdisasm): a component is matched through its
+    # release, but only for review, never as certainly affected
+    assert status([comp("cudart", "12.4.127")], "CVE-2024-53870") == [
+        ("cudart@12.4.127", "review", "12.8")]
+    f = next(x for x in match([comp("cudart", "12.4.127")], DB) if x.id == "CVE-2024-53870")
+    assert "cudart 12.4.127 ships with CUDA 12.4.1" in (f.detail or "")
+    assert "whether cudart carries the vulnerable part is not stated" in (f.detail or "")
+    assert status([comp("cublas", "12.4.5.8")], "CVE-2024-53870")[0][1] == "review"
+    assert status([comp("cudart", "11.8.89")], "CVE-2024-53870")[0][1] == "review"
+
+
+def test_major_minor_rule() -> None:
+    # every 12.6.x is below 12.8: in range without knowing the patch release (review, as
+    # every component-through-release match)
+    f = next(x for x in match([comp("cudart", "12.6.77")], DB) if x.id == "CVE-2024-53870")
+    assert f.advisory is not None and f.advisory.status == "review"
+    assert "every such release is in the vendor range" in (f.detail or "")
+    # every 12.8.x is fixed for 5594 (fixed in 12.8)
+    assert status([comp("cudart", "12.8.57")], "CVE-2024-53870") == []
+    # a math library outside the table says nothing about the release
+    assert status([comp("cublas", "12.6.4.1")], "CVE-2024-53870") == []
+
+
+def test_toolkit_root_speaks_for_its_components() -> None:
+    tk = comp("cuda-toolkit", "12.4.1")
+    tk.evidence = [Evidence("cuda", "version-file", "/usr/local/cuda-12.4/version.json")]
+    got = status([tk, comp("cudart", "12.4.127")], "CVE-2024-53870")
+    assert got == [("cuda-toolkit@12.4.1", "affected", "12.8")]  # once, on the toolkit
+    # a cudart elsewhere (a wheel) is still judged on its own
+    got = status([tk, comp("cudart", "12.4.127", loc="/opt/venv/nvidia/cuda_runtime")],
+                 "CVE-2024-53870")
+    assert len(got) == 2

@@ -1,0 +1,369 @@
+"""``gpusbom advisories update`` against real local servers (HTTPS with a self-signed CA
+made by the openssl CLI, and plain HTTP on loopback) serving feed files written for the
+tests in the feeds' formats: NVIDIA's CVE_index.csv + CSAF + .sha256 layout, OSV all.zip
+with GCS's x-goog-hash header, and a curated bundle with its .sha256.
+
+Bad checksum, interrupted download, offline, invalid data: exit 3, one line, the old
+database byte for byte intact. Success: the next scan matches against the new database
+and reports it (source, build date, age)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import zipfile
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from gpusbom.advisories.db import load_active, load_bundled, user_db_path
+from gpusbom.cli.app import main
+
+from .test_csaf import _doc as csaf_doc
+from .test_vex import _rootfs
+
+# --------------------------------------------------------------------------- feed files
+
+Y = datetime.now(timezone.utc).year  # the update reads the index of every year up to now
+
+
+def _osv_vllm() -> dict:
+    # written for the test in OSV 1.6 form (as GHSA entries for PyPI packages look)
+    return {
+        "schema_version": "1.6.0", "id": "GHSA-test-vllm-0001",
+        "modified": "2099-02-01T00:00:00Z", "published": "2099-01-15T00:00:00Z",
+        "aliases": ["CVE-2099-1111"], "summary": "Test: vllm deserialisation",
+        "severity": [{"type": "CVSS_V3",
+                      "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
+        "affected": [{"package": {"ecosystem": "PyPI", "name": "vllm", "purl": "pkg:pypi/vllm"},
+                      "ranges": [{"type": "ECOSYSTEM",
+                                  "events": [{"introduced": "0.5.0"}, {"fixed": "0.8.5"}]}]}],
+        "references": [{"type": "ADVISORY",
+                        "url": "https://github.com/advisories/GHSA-test-vllm-0001"}],
+    }
+
+
+def _osv_requests() -> dict:
+    # not a GPU package: filtered out
+    return {"id": "GHSA-test-req-0001", "modified": "2099-01-01T00:00:00Z",
+            "published": "2099-01-01T00:00:00Z", "aliases": ["CVE-2099-2222"],
+            "summary": "requests test", "affected": [{
+                "package": {"ecosystem": "PyPI", "name": "requests"},
+                "ranges": [{"type": "ECOSYSTEM",
+                            "events": [{"introduced": "0"}, {"fixed": "9.0"}]}]}]}
+
+
+def _zip(entries: list[dict]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for e in entries:
+            zf.writestr(f"{e['id']}.json", json.dumps(e))
+    return buf.getvalue()
+
+
+def _sha(data: bytes) -> bytes:
+    return hashlib.sha256(data).hexdigest().encode()  # NVIDIA's files: the bare hex digest
+
+
+class Feeds:
+    """What the server serves: path -> (body, headers); plus misbehaviours per path."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, dict[str, str]]] = {}
+        self.truncate: set[str] = set()
+        self.hits: list[str] = []
+
+    def put(self, path: str, body: bytes, **headers: str) -> None:
+        self.files[path] = (body, headers)
+
+    @classmethod
+    def standard(cls) -> Feeds:
+        f = cls()
+        doc = json.dumps(csaf_doc()).encode()
+        f.put(f"/csaf/{Y}/CVE_index.csv",
+              b"CVE;CVSS;Severity;Vector;CWE;Bulletin;Affected Product;Affected Version;"
+              b"Fixed In\nCVE-2099-0001;7.8;HIGH;x;CWE-20;9901;Tesla;x;y\n")
+        f.put(f"/csaf/{Y}/9901/9901.json", doc)
+        f.put(f"/csaf/{Y}/9901/9901.json.sha256", _sha(doc))
+        z = _zip([_osv_vllm(), _osv_requests()])
+        md5 = base64.b64encode(hashlib.md5(z).digest()).decode()
+        f.put("/osv/PyPI/all.zip", z, **{"x-goog-hash": f"crc32c=AAAAAA==,md5={md5}"})
+        cur = (Path(__file__).resolve().parents[2] / "src/gpusbom/data/advisories.json")
+        body = cur.read_bytes()
+        f.put("/curated/advisories.json", body)
+        f.put("/curated/advisories.json.sha256", _sha(body))
+        return f
+
+
+def _handler(feeds: Feeds) -> type[http.server.BaseHTTPRequestHandler]:
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            feeds.hits.append(self.path)
+            hit = feeds.files.get(self.path)
+            if hit is None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body, headers = hit
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.path in feeds.truncate:
+                self.wfile.write(body[: len(body) // 2])  # then the connection drops
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return H
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed")
+    d = tmp_path_factory.mktemp("tls")
+    key, crt = d / "key.pem", d / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(crt), "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    return crt, key
+
+
+def _serve(feeds: Feeds, tls: tuple[Path, Path] | None) -> Iterator[str]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(feeds))
+    srv.daemon_threads = True
+    if tls is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(tls[0]), str(tls[1]))
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    scheme = "https" if tls else "http"
+    try:
+        yield f"{scheme}://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture()
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cert: tuple[Path, Path]) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(cache))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert[0]))  # trust the test CA only
+    for var in ("GPUSBOM_NVIDIA_CSAF_URL", "GPUSBOM_OSV_URL", "GPUSBOM_CURATED_URL"):
+        monkeypatch.delenv(var, raising=False)
+    return cache
+
+
+@pytest.fixture()
+def https(cert: tuple[Path, Path]) -> Iterator[tuple[Feeds, str]]:
+    feeds = Feeds.standard()
+    for url in _serve(feeds, cert):
+        yield feeds, url
+
+
+def _args(url: str) -> list[str]:
+    return ["advisories", "update", "-q", "--source", f"nvidia-csaf={url}/csaf",
+            "--source", f"osv={url}/osv", "--source", f"curated={url}/curated/advisories.json",
+            "--ecosystem", "PyPI"]
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_update_over_https_then_scan_uses_it(
+    env: Path, https: tuple[Feeds, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    assert main(_args(url)) == 0
+    out = capsys.readouterr().out
+    assert "nvidia-csaf: 1 records" in out and "osv: 1 records" in out
+    assert f"/csaf/{Y}/9901/9901.json.sha256" in feeds.hits
+    db = load_active()
+    assert db.source == str(user_db_path())
+    ids = {a.id for a in db}
+    assert {"NVIDIA-9901", "GHSA-test-vllm-0001"} <= ids
+    assert "GHSA-test-req-0001" not in ids  # not a GPU package
+    assert {a.id for a in load_bundled()} <= ids  # the curated records are all there
+    assert len(db) == len(load_bundled()) + 2
+    # the next scan matches against the new database and says so
+    root = _rootfs(tmp_path)
+    site = root / "usr/lib/python3/dist-packages"
+    (site / "vllm-0.8.4.dist-info").mkdir()
+    (site / "vllm-0.8.4.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm\nVersion: 0.8.4\n")
+    (site / "vllm-0.8.4.dist-info/RECORD").write_text("vllm-0.8.4.dist-info/METADATA,,\n")
+    report = tmp_path / "scan.json"
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={report}",
+                 "--max-db-age", "1"]) == 0
+    doc = json.loads(report.read_text())
+    (f,) = [x for x in doc["findings"] if x["id"] == "CVE-2099-1111"]
+    assert f["advisory"]["status"] == "affected" and f["advisory"]["fixed_version"] == "0.8.5"
+    assert f["severity"] == "critical"  # 9.8 computed from the vector
+    assert doc["advisory_db"]["source"] == str(user_db_path())
+    assert doc["advisory_db"]["advisories"] == len(db)
+
+
+def _old_db(url: str, capsys: pytest.CaptureFixture[str]) -> bytes:
+    assert main(_args(url)) == 0
+    capsys.readouterr()
+    return user_db_path().read_bytes()
+
+
+def test_bad_checksum_keeps_old_db(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    old = _old_db(url, capsys)
+    body, _ = feeds.files[f"/csaf/{Y}/9901/9901.json"]
+    feeds.put(f"/csaf/{Y}/9901/9901.json", body.replace(b"Tesla", b"Tesl4"))
+    assert main(_args(url)) == 3
+    line = _one_line(capsys)
+    assert "checksum mismatch" in line and "9901.json" in line
+    assert user_db_path().read_bytes() == old
+    assert [p.name for p in user_db_path().parent.iterdir()] == ["advisories.json"]  # no debris
+
+
+def test_osv_md5_mismatch_keeps_old_db(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    old = _old_db(url, capsys)
+    _, headers = feeds.files["/osv/PyPI/all.zip"]
+    feeds.put("/osv/PyPI/all.zip", _zip([_osv_requests()]), **headers)
+    assert main(_args(url)) == 3
+    assert "checksum mismatch" in _one_line(capsys)
+    assert user_db_path().read_bytes() == old
+
+
+@pytest.mark.parametrize("path", [f"/csaf/{Y}/9901/9901.json", "/osv/PyPI/all.zip",
+                                  "/curated/advisories.json"])
+def test_interrupted_download_keeps_old_db(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    feeds, url = https
+    old = _old_db(url, capsys)
+    feeds.truncate.add(path)
+    assert main(_args(url)) == 3
+    line = _one_line(capsys)
+    assert "interrupted" in line and path.rsplit("/", 1)[1] in line
+    assert user_db_path().read_bytes() == old
+
+
+def test_invalid_data_keeps_old_db(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    old = _old_db(url, capsys)
+    bad = b'{"schema": "gpusbom/advisories/1", "built": "2099-01-01", "advisories": [{"id": 1}]}'
+    feeds.put("/curated/advisories.json", bad)
+    feeds.put("/curated/advisories.json.sha256", _sha(bad))  # checksum fine, content not
+    assert main(_args(url)) == 3
+    assert "invalid data" in _one_line(capsys)
+    assert user_db_path().read_bytes() == old
+    feeds.put(f"/csaf/{Y}/9901/9901.json", b"{not json")
+    feeds.put(f"/csaf/{Y}/9901/9901.json.sha256", _sha(b"{not json"))
+    assert main(_args(url)) == 3
+    assert "invalid data" in _one_line(capsys)
+    assert user_db_path().read_bytes() == old
+
+
+def test_offline_keeps_old_db_and_bundled_is_used_without_one(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there: connection refused
+    dead = f"https://127.0.0.1:{port}"
+    # never updated and offline: exit 3, and scans keep using the bundled snapshot
+    assert main(_args(dead)) == 3
+    assert "cannot connect" in _one_line(capsys)
+    assert not user_db_path().exists()
+    assert load_active().source == "bundled"
+    _, url = https
+    old = _old_db(url, capsys)
+    assert main(_args(dead)) == 3
+    assert "cannot connect" in _one_line(capsys)
+    assert user_db_path().read_bytes() == old
+
+
+def test_untrusted_certificate_is_refused(
+    env: Path, https: tuple[Feeds, str], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, url = https
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(Path(ssl.get_default_verify_paths().cafile
+                                                       or "/etc/ssl/certs/ca-certificates.crt")))
+    assert main(_args(url)) == 3
+    assert "TLS" in _one_line(capsys)
+    assert not user_db_path().exists()
+
+
+def test_plain_http_only_on_loopback(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    feeds = Feeds.standard()
+    for url in _serve(feeds, None):
+        assert main(_args(url)) == 0
+    capsys.readouterr()
+    assert main(["advisories", "update", "-q", "--source", "osv=http://example.com/osv"]) == 3
+    assert "not an https:// URL" in _one_line(capsys)
+
+
+def test_broken_user_db_falls_back_to_bundled(env: Path) -> None:
+    p = user_db_path()
+    p.parent.mkdir(parents=True)
+    p.write_text("{half a file")
+    assert load_active().source == "bundled"
+
+
+def test_reset(env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]) -> None:
+    _, url = https
+    _old_db(url, capsys)
+    assert main(["advisories", "update", "--reset"]) == 0
+    assert not user_db_path().exists() and load_active().source == "bundled"
+
+
+def test_max_db_age_through_cli(env: Path, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    root = _rootfs(tmp_path)
+    out = tmp_path / "o.json"
+    # the bundled snapshot is dated by its newest record: far more than 0.001 days old
+    assert main(["scan", f"dir:{root}", "-q", "--max-db-age", "0.001",
+                 "-o", f"json={out}"]) == 3
+    line = _one_line(capsys)
+    assert "days old, older than --max-db-age" in line and "advisories update" in line
+    assert not out.exists()
+    assert main(["scan", f"dir:{root}", "-q", "--max-db-age", "100000",
+                 "-o", f"json={out}"]) == 0
+    assert json.loads(out.read_text())["advisory_db"]["source"] == "bundled"
