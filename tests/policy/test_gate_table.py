@@ -1,0 +1,299 @@
+"""The acceptance table: (real fixture image / host scan / SBOM, policy) -> (exit code, exact
+violations), through the real CLI (``gpusbom gate``), covering every rule type, valid and
+expired exceptions. Violations are compared as (rule, subject, advisory-or-None) sets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpusbom.cli.app import main
+
+FUTURE, PAST = "2099-12-31", "2024-01-01"
+COMPAT = "cuda-compat-13-0 580.95.05-0ubuntu1"
+H200_HIGH = {
+    "CVE-2025-33219", "CVE-2025-33220", "CVE-2026-24187", "CVE-2026-24190", "CVE-2026-24192",
+    "CVE-2026-24193", "CVE-2026-24194", "CVE-2026-24196",
+}
+
+
+def _adv(ids: set[str], subject: str = COMPAT) -> set[tuple[str, str, str | None]]:
+    return {("advisories", subject, i) for i in ids}
+
+
+# (id, input name, policy body (under "version: 1"), exit, violations, extra checks)
+TABLE = [
+    ("advisories-high-host", "host-h200", """
+rules:
+  advisories: {fail_on: high}
+""", 1, _adv(H200_HIGH)),
+    ("advisories-critical-passes", "host-h200", """
+rules:
+  advisories: {fail_on: critical}
+""", 0, set()),
+    ("advisories-high-from-cyclonedx", "h200-cdx", """
+rules:
+  advisories: {fail_on: high}
+""", 1, _adv(H200_HIGH, "cuda-compat-13-0 580.95.05-0ubuntu1")),
+    ("advisories-review-is-warning", "intel", """
+rules:
+  advisories: {fail_on: medium}
+""", 0, set()),
+    ("advisories-review-fails-when-asked", "intel", """
+rules:
+  advisories: {fail_on: medium, fail_on_review: true}
+""", 1, {("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2025-20018"),
+         ("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2024-31073"),
+         ("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2025-32453"),
+         ("advisories", "libze1 1.8.12-1", "CVE-2024-31073")}),
+    ("exception-waives-advisories", "host-h200", f"""
+rules:
+  advisories: {{fail_on: high}}
+exceptions:
+  - component: cuda-compat-*
+    rule: advisories
+    reason: compat libraries unused on this node (driver 580.159.04 is loaded)
+    owner: platform-team
+    expires: "{FUTURE}"
+""", 0, set()),
+    ("expired-exception-fails", "host-h200", f"""
+rules:
+  advisories: {{fail_on: high}}
+exceptions:
+  - advisory: CVE-2025-33219
+    reason: accepted until the R580 update
+    owner: sec-team
+    expires: "{FUTURE}"
+  - advisory: CVE-2025-33220
+    reason: accepted until the R580 update
+    owner: sec-team
+    expires: "{PAST}"
+""", 1, _adv(H200_HIGH - {"CVE-2025-33219"})
+        | {("exceptions", "exception (advisory CVE-2025-33220)", None)}),
+    ("driver-branches-refused", "host-h200", """
+rules:
+  driver_branches: {allow: [R535, R550, R570]}
+""", 1, {("driver_branches", s, None) for s in (
+        "nvidia 580.159.04", "nvidia-uvm 580.159.04", "cuda-compat-13-0 580.95.05",
+        "libcuda 580.159.04",
+        "libnvidia-ml 580.159.04", "libnvidia-ptxjitcompiler 580.159.04")}),
+    ("driver-branches-allowed", "host-h200", """
+rules:
+  driver_branches: {allow: ["580"]}
+""", 0, set()),
+    ("minimum-cuda-nccl-image", "nvidia-wheels-image", """
+rules:
+  minimum_versions: {cuda: "12.4", nccl: "2.21"}
+""", 1, {("minimum_versions", "nvidia-cuda-runtime-cu12 12.1.105", None),
+         ("minimum_versions", "nvidia-nccl-cu12 2.19.3", None)}),
+    ("minimum-cudnn-host", "host-h200", """
+rules:
+  minimum_versions: {cudnn: "9.15"}
+""", 1, None),  # checked below: every cuDNN below 9.15 and none above
+    ("minimum-met", "nvidia-wheels", """
+rules:
+  minimum_versions: {cuda: "12.1", nccl: "2.19.3"}
+""", 0, set()),
+    ("deny-range", "nvidia-wheels", """
+rules:
+  deny:
+    - {component: nvidia-nccl-cu12, ecosystem: pypi, versions: "<2.20", reason: NCCL 2.19 hangs}
+    - {component: pytorch-triton, ecosystem: pypi, reason: nightly}
+""", 1, {("deny", "nvidia-nccl-cu12 2.19.3", None)}),
+    ("deny-component", "triton", """
+rules:
+  deny:
+    - {component: triton, versions: ">=3.4,<3.5"}
+""", 1, {("deny", "triton 3.4.0", None)}),
+    ("allow-range-violated", "torch-cpu", """
+rules:
+  allow:
+    - {component: torch, versions: ">=2.14"}
+""", 1, {("allow", "torch 2.13.0+cpu", None)}),
+    ("allow-range-met", "torch-cpu", """
+rules:
+  allow:
+    - {component: torch, versions: ">=2.13,<3"}
+""", 0, set()),
+    ("probes-missing-on-host", "host-h200", """
+rules:
+  probes: {require_pass: true}
+""", 1, {("probes", "@target", None)}),
+    ("probes-pass-h200-cyclonedx", "h200-probe-cdx", """
+rules:
+  probes: {require_pass: true, skipped: fail}
+""", 0, set()),
+    ("probes-not-applicable-to-images", "triton", """
+rules:
+  probes: {require_pass: true}
+""", 0, set()),
+    ("completeness-gpu-versions", "host-cpu-only", """
+rules:
+  completeness: {gpu_versions: true}
+""", 1, {("completeness", "nvcc (version unknown)", None),
+         ("completeness", "cupti (version unknown)", None)}),
+    ("completeness-unknowns", "host-cpu-only", """
+rules:
+  completeness: {gpu_versions: false, unknowns: true}
+""", 1, {("completeness", "unknown from host", None)}),
+    ("advisory-db-fresh-enough", "triton", """
+rules:
+  advisory_db: {max_age_days: 100000}
+""", 0, set()),
+    ("advisory-db-too-old", "triton", """
+rules:
+  advisory_db: {max_age_days: 0}
+""", 1, {("advisory_db", "advisory database (bundled)", None)}),
+    ("compatible-runs", "nvidia-wheels", """
+rules:
+  compatible_with: {targets: [H100]}
+""", 0, set()),
+    ("compatible-will-fail", "nvidia-wheels", """
+rules:
+  compatible_with: {targets: [H100, V100, gfx942]}
+""", 1, {("compatible_with", "V100 (sm_70), driver unknown", None),
+         ("compatible_with", "gfx942", None)}),
+    ("compatible-jit-refused", "nvidia-wheels", """
+rules:
+  compatible_with: {targets: [B200], allow_jit: false}
+""", 1, {("compatible_with", "B200 (sm_100), driver unknown", None)}),
+    ("compatible-jit-allowed", "nvidia-wheels", """
+rules:
+  compatible_with: {targets: [B200]}
+""", 0, set()),
+]
+
+
+@pytest.fixture(scope="session")
+def h200_cdx(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CycloneDX 1.6 SBOM of the h200 host scan (what another pipeline step would keep)."""
+    out = tmp_path_factory.mktemp("cdx") / "h200.cdx.json"
+    assert main(["scan", "-q", "--root", str(inputs["root-h200"]),
+                 "-o", f"cyclonedx-json={out}"]) == 0
+    return out
+
+
+def run_gate(target: Path, policy: Path, tmp: Path, *extra: str) -> tuple[int, dict]:
+    report = tmp / "gate.json"
+    code = main(["gate", "-q", "--policy", str(policy), str(target), "-o", f"json={report}",
+                 *extra])
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return code, data
+
+
+@pytest.mark.parametrize(("name", "target", "body", "exit_code", "expected"), TABLE,
+                         ids=[row[0] for row in TABLE])
+def test_gate_table(name, target, body, exit_code, expected, inputs, h200_cdx, tmp_path) -> None:
+    policy = tmp_path / f"{name}.yaml"
+    policy.write_text("version: 1\n" + body.lstrip("\n"))
+    path = h200_cdx if target == "h200-cdx" else inputs[target]
+    code, report = run_gate(path, policy, tmp_path)
+    assert code == exit_code, report
+    (decision,) = report["targets"]
+    got = {(v["rule"], v["subject"], v["advisory"]) for v in decision["violations"]}
+    if name == "minimum-cudnn-host":
+        assert got and all(r == "minimum_versions" and "cudnn" in s or "cuDNN" in s
+                           for r, s, _ in got), got
+        assert any(" 9.14.0" in v["message"] for v in decision["violations"])
+        assert not any("9.19" in v["message"] for v in decision["violations"])
+        return
+    if expected and ("probes", "@target", None) in expected:
+        expected = {("probes", str(path), None)}  # the target as named
+    assert got == expected
+    assert len(decision["violations"]) == len(expected)  # no duplicates
+    for v in decision["violations"]:
+        assert v["fix"], v  # every violation says how to fix it
+        assert v["policy_line"], v  # and which policy line refused it
+    assert decision["passed"] is (exit_code == 0)
+
+
+def test_waived_violations_are_listed(inputs, tmp_path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text(f"""version: 1
+rules:
+  advisories: {{fail_on: high}}
+exceptions:
+  - advisory: CVE-2025-33219
+    reason: accepted until the R580 update
+    owner: sec-team
+    expires: "{FUTURE}"
+""")
+    code, report = run_gate(inputs["host-h200"], policy, tmp_path)
+    (d,) = report["targets"]
+    assert code == 1
+    assert [(w["advisory"], w["exception"]["owner"], w["exception"]["line"])
+            for w in d["waived"]] == [("CVE-2025-33219", "sec-team", 5)]
+    assert d["rules"] == {"advisories": "fail", "exceptions": "pass"}
+
+
+def test_review_findings_are_warnings(inputs, tmp_path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\nrules:\n  advisories: {fail_on: medium}\n")
+    code, report = run_gate(inputs["intel"], policy, tmp_path)
+    (d,) = report["targets"]
+    assert code == 0 and not d["violations"]
+    assert sorted(w["advisory"] for w in d["warnings"]) == [
+        "CVE-2024-31073", "CVE-2024-31073", "CVE-2025-20018", "CVE-2025-32453"]
+    assert all(w["level"] == "warning" for w in d["warnings"])
+
+
+def test_probe_results_from_pocl(probe_inputs, tmp_path) -> None:
+    """Real OpenCL runs on PoCL: the product kernel passes, the wrong test kernel fails."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\nrules:\n  probes: {require_pass: true}\n")
+    code, report = run_gate(probe_inputs["probe-pass"], policy, tmp_path)
+    assert code == 0 and report["targets"][0]["rules"] == {"probes": "pass"}
+    failing = json.loads(probe_inputs["probe-fail"].read_text())["probes"]
+    devices = [p for p in failing if p["device"] is not None]
+    assert devices and all(p["outcome"] == "fail" for p in devices)
+    code, report = run_gate(probe_inputs["probe-fail"], policy, tmp_path)
+    (d,) = report["targets"]
+    assert code == 1
+    assert {(v["rule"], v["subject"]) for v in d["violations"]} == {
+        ("probes", f"opencl:{p['device_id']} ({p['device']})") for p in devices}
+    assert all(v["message"].startswith("probe fail: ") for v in d["violations"])
+
+
+def test_strict_flag_makes_unknowns_fail(inputs, tmp_path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\nrules:\n  advisories: {fail_on: critical}\n")
+    assert run_gate(inputs["host-cpu-only"], policy, tmp_path)[0] == 0
+    code, report = run_gate(inputs["host-cpu-only"], policy, tmp_path, "--strict")
+    assert code == 1
+    assert [(v["rule"], v["subject"]) for v in report["targets"][0]["violations"]] == [
+        ("completeness", "unknown from host")]
+
+
+def test_several_targets_one_failing(inputs, tmp_path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\nrules:\n  advisories: {fail_on: high}\n")
+    report = tmp_path / "r.json"
+    code = main(["gate", "-q", "-p", str(policy), str(inputs["triton"]), str(inputs["host-h200"]),
+                 "-o", f"json={report}"])
+    data = json.loads(report.read_text())
+    assert code == 1 and data["passed"] is False
+    assert [t["passed"] for t in data["targets"]] == [True, False]
+
+
+def test_builtin_policies(inputs, tmp_path) -> None:
+    code, report = run_gate(inputs["torch-cpu"], Path("default"), tmp_path)
+    assert code == 0 and report["policy"]["path"] == "builtin:default"
+    code, report = run_gate(inputs["host-h200"], Path("strict"), tmp_path)
+    assert code == 1
+    rules = report["targets"][0]["rules"]
+    assert rules["advisories"] == "fail" and rules["probes"] == "fail"
+    assert rules["driver_branches"] == "pass"
+
+
+def test_human_summary(inputs, tmp_path, capsys) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\nrules:\n  minimum_versions: {nccl: \"2.21\"}\n")
+    assert main(["gate", "-p", str(policy), str(inputs["nvidia-wheels"])]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"gpusbom gate: FAIL  {inputs['nvidia-wheels']}")
+    assert ("[x] error minimum_versions: nvidia-nccl-cu12 2.19.3: nccl 2.19.3 is below the "
+            "minimum nccl 2.21") in out
+    assert "evidence: /usr/local/lib/python3.11/site-packages/nvidia_nccl_cu12-2.19.3.dist-info/METADATA, /usr/local/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2" in out
+    assert "fix: upgrade nccl to 2.21 or later" in out
