@@ -1,0 +1,202 @@
+"""What gpusbom's collectors would say about a package another tool listed.
+
+An image scan learns that a deb ``libnvidia-compute-550`` is the NVIDIA driver by fusing
+file evidence (``libcuda.so.550.127.05``) into the package; an SBOM from Syft, Trivy or
+cdxgen only names the package. Here the package name (and ecosystem) gives the same
+``stack``/``product``/``product-version`` properties, so the advisory matcher and the
+stack summary treat it as they would the scanned package. The collectors' own tables are
+reused (CUDA wheel/conda/soname names, the container toolkit's packages, the ROCm and
+Level Zero library stems, the framework and Triton distributions, oneAPI wheels); what no
+collector has (distribution package names of driver and CUDA packages) is below.
+
+Every classification is marked ``classified-by: package-name``: it is a claim from a
+name, not from files.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.utils import canonicalize_name
+
+#: purl type -> gpusbom ecosystem (collectors' ``Component.ecosystem``)
+ECOSYSTEMS = {
+    "deb": "deb", "rpm": "rpm", "apk": "apk", "pypi": "pypi", "conda": "conda",
+    "golang": "golang", "npm": "npm", "maven": "maven", "cargo": "cargo", "gem": "gem",
+    "nuget": "nuget", "composer": "composer", "generic": "generic", "oci": "oci",
+    "docker": "docker", "github": "github", "hex": "hex", "pub": "pub", "swift": "swift",
+    "cocoapods": "cocoapods", "conan": "conan", "cran": "cran", "hackage": "hackage",
+    "alpm": "alpm",
+}  # fmt: skip
+DISTRO = ("deb", "rpm", "apk")
+
+_EPOCH = re.compile(r"^\d+:")
+_REVISION = re.compile(r"-[A-Za-z0-9.+~_]+$")
+_REPACK = re.compile(r"[+~](?:dfsg|ds|repack)\d*$")
+_LEADING_VERSION = re.compile(r"^(\d+\.\d+(?:\.\d+)*)")
+
+# NVIDIA driver user-space packages (Ubuntu/Debian, NVIDIA's CUDA repositories, RPM
+# distributions): name pattern -> product (the driver component names the nvidia-driver
+# collector uses where one fits)
+_DRIVER_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^cuda-compat(-\d+-\d+)?$"), "cuda-compat"),
+    (re.compile(r"^libnvidia-compute-\d+(-server)?$"), "libcuda"),
+    (re.compile(r"^libcuda1$|^libcuda-\d+$|^nvidia-driver-cuda-libs$|^nvidia-libcuda1?$"),
+     "libcuda"),
+    (re.compile(r"^libnvidia-ml1$|^libnvidia-ml-\d+$|^nvidia-driver-nvml$"), "libnvidia-ml"),
+    (re.compile(r"^libnvidia-ptxjitcompiler1$|^libnvidia-ptxjitcompiler-\d+$"),
+     "libnvidia-ptxjitcompiler"),
+    (re.compile(r"^nvidia-(kernel-(common|source)|dkms|modprobe|utils|headless(-no-dkms)?|"
+                r"compute-utils|firmware)-\d+(-server)?(-open)?$"), "nvidia-driver"),
+    (re.compile(r"^nvidia-driver(-\d+)?(-server)?(-open)?$|^nvidia-open(-\d+)?$|"
+                r"^nvidia-driver-(libs|cuda)$|^kmod-nvidia(-open)?(-dkms)?$"), "nvidia-driver"),
+    (re.compile(r"^libnvidia-(gl|decode|encode|fbc1|cfg1|extra|common|gpucomp)-\d+(-server)?$"),
+     "nvidia-driver"),
+)
+
+# CUDA distribution packages: ``cuda-cudart-12-4``, ``libcublas-12-4``, ``libcudnn9-cuda-12``,
+# ``libnccl2``, Debian's ``libcudart12``: stem after the -dev/-X-Y/-cuda-N/soversion
+# suffixes -> product (through the collectors' conda and soname tables)
+_CUDA_SUFFIXES = (
+    re.compile(r"-(dev|devel|static|headers|doc|samples)$"),
+    re.compile(r"-cuda-\d+$"),
+    re.compile(r"-\d+-\d+$"),
+    re.compile(r"-\d+$"),
+    re.compile(r"(?<=[a-z])\d+$"),
+)
+_CUDA_TOOLKIT = re.compile(r"^cuda(-toolkit)?(-\d+-\d+)?$|^nvidia-cuda-toolkit$")
+
+# Intel / Khronos / Mesa packages whose collectors key on library stems
+_DISTRO_PRODUCTS: dict[str, tuple[str, str]] = {
+    "libze1": ("level-zero", "level-zero-loader"),
+    "level-zero": ("level-zero", "level-zero-loader"),
+    "oneapi-level-zero": ("level-zero", "level-zero-loader"),
+    "libze-intel-gpu1": ("intel-gpu", "level-zero-gpu-driver"),
+    "intel-level-zero-gpu": ("intel-gpu", "level-zero-gpu-driver"),
+    "intel-opencl-icd": ("intel-gpu", "intel-compute-runtime"),
+    "intel-opencl": ("intel-gpu", "intel-compute-runtime"),
+    "ocl-icd-libopencl1": ("opencl", "opencl-icd-loader"),
+    "ocl-icd": ("opencl", "opencl-icd-loader"),
+    "pocl-opencl-icd": ("opencl", "pocl"),
+    "libvulkan1": ("vulkan", "vulkan-loader"),
+    "vulkan-loader": ("vulkan", "vulkan-loader"),
+    "mesa-vulkan-drivers": ("vulkan", "mesa"),
+}
+
+
+def upstream(version: str | None, ecosystem: str | None) -> str | None:
+    """``1:550.127.05-0ubuntu1`` -> ``550.127.05``: the upstream part of a distro version
+    (the same rule as ``collectors._amd_intel.upstream_version``)."""
+    if not version:
+        return None
+    v = version
+    if ecosystem in DISTRO:
+        v = _EPOCH.sub("", v)
+        if "-" in v:
+            v = _REVISION.sub("", v)
+        v = _REPACK.sub("", v)
+    return v or None
+
+
+def _pypi(name: str) -> tuple[str, str] | None:
+    from ..collectors.cuda import wheel_product
+    from ..collectors.frameworks import FrameworksCollector
+    from ..collectors.intel_oneapi import ONEAPI_WHEELS
+    from ..collectors.triton import TRITON_DISTRIBUTIONS
+
+    dist = str(canonicalize_name(name))
+    product = wheel_product(dist)
+    if product:
+        return ("cuda", product)
+    if dist in TRITON_DISTRIBUTIONS:
+        return ("triton", "triton")
+    if dist in ONEAPI_WHEELS:
+        return ("oneapi", ONEAPI_WHEELS[dist])
+    handler = FrameworksCollector()._handler(dist)
+    if handler is None:
+        return None
+    stack = {"_torch": "pytorch", "_jax": "jax", "_cupy": "cupy", "_tensorflow": "tensorflow",
+             "_onnxruntime": "onnxruntime", "_vllm": "vllm"}.get(handler.__name__)
+    if stack is None:
+        return None
+    product = {"pytorch": "torch", "jax": dist}.get(stack, stack)
+    return (stack, product)
+
+
+def _conda(name: str) -> tuple[str, str] | None:
+    from ..collectors.cuda import CONDA_PRODUCTS
+
+    if name in CONDA_PRODUCTS:
+        return ("cuda", CONDA_PRODUCTS[name])
+    if name == "pytorch":
+        return ("pytorch", "torch")
+    return None
+
+
+def _distro(name: str) -> tuple[str, str] | None:
+    from ..collectors.cuda import CONDA_PRODUCTS, soname_product
+    from ..collectors.level_zero import LIBRARIES as L0_LIBRARIES
+    from ..collectors.nvidia_container_toolkit import PACKAGES as NCT_PACKAGES
+    from ..collectors.rocm import ROCM_LIBRARIES
+
+    n = name.lower()
+    if n in NCT_PACKAGES:
+        return ("nvidia-container-toolkit", NCT_PACKAGES[n])
+    for rx, product in _DRIVER_RULES:
+        if rx.match(n):
+            return ("nvidia-driver", product)
+    if n in _DISTRO_PRODUCTS:
+        return _DISTRO_PRODUCTS[n]
+    if _CUDA_TOOLKIT.match(n):
+        return ("cuda", "cuda-toolkit")
+    # every stage of suffix stripping is a candidate: libamdhip64-5 -> libamdhip64 (ROCm),
+    # libcudnn9-cuda-12 -> libcudnn9 -> libcudnn (CUDA)
+    stems = [n]
+    for rx in _CUDA_SUFFIXES:
+        s = rx.sub("", stems[-1])
+        if s and s != stems[-1]:
+            stems.append(s)
+    rocm = {k.lower().replace("_", "-"): v[0] for k, v in ROCM_LIBRARIES.items()}
+    for stem in stems:
+        if stem in CONDA_PRODUCTS and stem not in ("cuda-toolkit", "cuda-version"):
+            return ("cuda", CONDA_PRODUCTS[stem])
+        if stem.startswith("lib") and soname_product(stem):
+            return ("cuda", str(soname_product(stem)))
+        # ROCm: Debian names (libamdhip64-5, librocblas0) and AMD's (rocblas, hip-runtime-amd)
+        for cand in (stem.replace("_", "-"), "lib" + stem.replace("_", "-")):
+            if cand in rocm:
+                return ("rocm", rocm[cand])
+    if n in ("hip-runtime-amd", "hip-runtime-nvidia"):
+        return ("rocm", "hip-runtime")
+    stem = stems[-1]
+    l0 = {k.replace("_", "-"): (v[1], v[0]) for k, v in L0_LIBRARIES.items()}
+    if stem in l0:
+        return l0[stem]
+    return None
+
+
+def classify(ecosystem: str | None, name: str, version: str | None) -> dict[str, str]:
+    """GPU-stack properties for a package another tool listed; {} when it is none of ours."""
+    if not ecosystem or not name:
+        return {}
+    if ecosystem == "pypi":
+        hit = _pypi(name)
+    elif ecosystem == "conda":
+        hit = _conda(name)
+    elif ecosystem in DISTRO:
+        hit = _distro(name)
+    elif ecosystem == "golang" and name.lower() == "github.com/nvidia/nvidia-container-toolkit":
+        hit = ("nvidia-container-toolkit", "nvidia-container-toolkit")
+    else:
+        hit = None
+    if hit is None:
+        return {}
+    stack, product = hit
+    props = {"stack": stack, "product": product, "classified-by": "package-name"}
+    up = upstream(version, ecosystem)
+    if stack == "nvidia-driver" and up:
+        m = _LEADING_VERSION.match(up)  # 550.127.05 of 550.127.05-0ubuntu1~24.04
+        up = m.group(1) if m else up
+    if up and up != version:
+        props["product-version"] = up
+    return props
