@@ -101,6 +101,12 @@ def test_sarif(wheels_scan: Path, tmp_path: Path) -> None:
     uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in v100["locations"]]
     assert "usr/local/lib/python3.11/site-packages/nvidia/cu13/lib/libnvjpeg.so.13" in uris
     assert by["H100 (sm_90), driver 580.65.06"]["level"] == "note"
+    # the official OASIS SARIF 2.1.0 schema (vendored with its source in tests/policy/)
+    import jsonschema
+
+    schema_path = Path(__file__).resolve().parents[1] / "policy" / "sarif-schema-2.1.0.json"
+    schema = json.loads(schema_path.read_text())
+    jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
 
 
 def test_usage_and_input_errors(wheels_scan: Path, h200_json: Path, tmp_path: Path,
