@@ -58,3 +58,15 @@ def nvcc_fixtures() -> Path:
 
 def load_json(path: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def wheels_scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The nvidia-wheels image's gpusbom JSON (its SBOM as gpusbom writes it)."""
+    from fixtures.build import ensure
+    from gpusbom.cli.app import main
+
+    paths = ensure("nvidia-wheels")
+    out = tmp_path_factory.mktemp("wheels") / "nvidia-wheels.json"
+    assert main(["scan", paths.oci_ref, "-q", "-o", f"json={out}"]) == 0
+    return out

@@ -16,17 +16,6 @@ from gpusbom.cli.app import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def wheels_scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The nvidia-wheels image's gpusbom JSON (its SBOM as gpusbom writes it)."""
-    from fixtures.build import ensure
-
-    paths = ensure("nvidia-wheels")
-    out = tmp_path_factory.mktemp("wheels") / "nvidia-wheels.json"
-    assert main(["scan", paths.oci_ref, "-q", "-o", f"json={out}"]) == 0
-    return out
-
-
 def _run(args: list[str], tmp_path: Path) -> tuple[int, dict]:  # type: ignore[type-arg]
     out = tmp_path / "v.json"
     rc = main(["check", *args, "-o", f"json={out}"])

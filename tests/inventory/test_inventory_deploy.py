@@ -70,7 +70,11 @@ def test_daemonset_mounts_and_selects_gpu_nodes() -> None:
     assert env["DB_URL"]["valueFrom"]["secretKeyRef"] == {"name": "gpusbom-inventory",
                                                          "key": "DB_URL"}
     assert env["HOST_ROOT"]["value"] == "/host"
-    assert 'gpusbom scan --root "$HOST_ROOT" --push "$DB_URL"' in c["args"][0]
+    assert 'gpusbom scan --root "$HOST_ROOT" ${PROBE:+--probe} --push "$DB_URL"' in c["args"][0]
+    # the probe: on by default, GPUs injected by the NVIDIA runtime class, none requested
+    assert env["PROBE"]["value"] == "1" and env["NVIDIA_VISIBLE_DEVICES"]["value"] == "all"
+    assert spec["runtimeClassName"] == "nvidia"
+    assert "nvidia.com/gpu" not in str(c.get("resources", {}))
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
 
 
@@ -78,13 +82,16 @@ def test_daemonset_command_scans_a_host_snapshot_into_postgresql(pg, h200_root: 
                                                                    tmp_path: Path) -> None:
     """The DaemonSet container's exact script, run by /bin/sh with the container's
     environment, except: HOST_ROOT is the committed H200 snapshot (instead of the node's
-    root at /host), DB_URL a real PostgreSQL database, SCAN_ONCE=1 ends the loop."""
+    root at /host), DB_URL a real PostgreSQL database, SCAN_ONCE=1 ends the loop, and PROBE
+    empty (a snapshot is not this machine: gpusbom refuses --probe on it, tested in
+    tests/probe/test_probe_root.py)."""
     [c] = _daemonset()["spec"]["template"]["spec"]["containers"]
     assert c["command"] == ["/bin/sh", "-c"]
     url = pg.create_db()
     env = {e["name"]: e.get("value", "") for e in c["env"]}
     env.update({
         "HOST_ROOT": str(h200_root), "DB_URL": url, "SCAN_ONCE": "1", "HOME": str(tmp_path),
+        "PROBE": "",
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "SOURCE_DATE_EPOCH": "1767225600",
     })

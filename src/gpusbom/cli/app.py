@@ -209,9 +209,11 @@ def scan(
         }
         target = f"host:{root or '/'}"
         if probe:
-            if root not in (None, "/"):
+            if root not in (None, "/") and not _same_machine(root):
                 raise typer.Exit(_fail(UsageError(
-                    "--probe runs kernels on this machine's GPUs: not with --root"), debug))
+                    f"--probe runs kernels on this machine's GPUs, but --root {root} is not this "
+                    "machine's root (its proc/sys/kernel/random/boot_id differs or is missing: "
+                    "a snapshot or another node)"), debug))
             scan_kwargs["probe"] = {"backends": probe_backend, "timeout": probe_timeout}
     elif probe:
         raise typer.Exit(_fail(UsageError("--probe needs --host"), debug))
@@ -224,6 +226,19 @@ def scan(
     post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push}
     code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post)
     raise typer.Exit(code)
+
+
+def _same_machine(root: str) -> bool:
+    """Is ROOT this running machine's root (a node's / mounted in a container, with its /proc
+    at ROOT/proc)? The kernel's boot id is the same only on the same running kernel."""
+    rel = "proc/sys/kernel/random/boot_id"
+    try:
+        with open("/" + rel, encoding="ascii") as a, \
+                open(os.path.join(root, rel), encoding="ascii") as b:
+            mine, theirs = a.read(64).strip(), b.read(64).strip()
+    except OSError:
+        return False
+    return bool(mine) and mine == theirs
 
 
 def _limits(verify_diff_ids: bool) -> Any:

@@ -334,6 +334,64 @@ def _subjects(kind: str, fmt: Fmt, output: str | None, db: str | None, debug: bo
         return _fail(exc, debug)
 
 
+_COMPAT_COLUMNS = ("image", "host", "gpu", "driver", "verdict", "reason")
+
+
+@inventory_app.command("compat")
+def compat(
+    image: Annotated[str | None, typer.Option("--image", help="Image name:tag (glob).")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Host name (glob).")] = None,
+    failing: Annotated[bool, typer.Option("--failing", help="Only the pairs predicted to "
+                                          "fail.")] = False,
+    fail: Annotated[bool, typer.Option("--fail", help="Exit 1 when an image is predicted to "
+                                       "fail on a host.")] = False,
+    fmt: FmtOpt = Fmt.table,
+    output: OutOpt = None,
+    db: DbOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Which images will fail on which hosts: gpusbom check of the latest scan of every stored
+    image against the latest scan of every stored host (GPUs and driver; nothing rescanned).
+    One row per (image, host, GPU kind): runs, runs-with-jit or will-fail, with the first
+    reason."""
+    import fnmatch
+
+    try:
+        from ...compat import check_against_host
+        from ...inventory import Store
+        from ...inventory.normalize import subject_of
+        from ...inventory.render import render
+
+        with Store(db) as store:
+            images = store.latest_scans(kind="image")
+            hosts = store.latest_scans(kind="host")
+        images = [s for s in images if image is None or fnmatch.fnmatch(subject_of(s), image)]
+        hosts = [s for s in hosts if host is None or fnmatch.fnmatch(subject_of(s), host)]
+        rows: list[dict[str, Any]] = []
+        for img in sorted(images, key=subject_of):
+            for h in sorted(hosts, key=subject_of):
+                for v in check_against_host(img, h):
+                    if failing and v.verdict != "will-fail":
+                        continue
+                    why = next((r for r in v.reasons if "fail" in r.lower()),
+                               v.reasons[0] if v.reasons else "")
+                    rows.append({"image": subject_of(img), "host": subject_of(h),
+                                 "gpu": v.target, "driver": v.driver, "verdict": v.verdict,
+                                 "reason": why if fmt == Fmt.table else "; ".join(v.reasons),
+                                 "evidence": v.evidence})
+        cols = _COMPAT_COLUMNS if fmt != Fmt.json else (*_COMPAT_COLUMNS, "evidence")
+        _emit(render(rows, cols, fmt.value), output)
+        if fmt == Fmt.table and not output:
+            bad = {(r["image"], r["host"]) for r in rows if r["verdict"] == "will-fail"}
+            print(f"{len(images)} image(s) x {len(hosts)} host(s): {len(bad)} pair(s) predicted "
+                  "to fail", file=sys.stderr)
+        code = EXIT_POLICY if fail and any(r["verdict"] == "will-fail" for r in rows) \
+            else EXIT_OK
+    except Exception as exc:  # noqa: BLE001
+        code = _fail(exc, debug)
+    raise typer.Exit(code)
+
+
 @inventory_app.command("hosts")
 def hosts(fmt: FmtOpt = Fmt.table, output: OutOpt = None, db: DbOpt = None,
           debug: DebugOpt = False) -> None:
