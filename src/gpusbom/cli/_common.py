@@ -45,3 +45,23 @@ def fail(exc: BaseException, debug: bool = False) -> int:
 def setup_debug(debug: bool) -> None:
     if debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+
+
+def parse_report_outputs(values: list[str] | None, formats: tuple[str, ...],
+                         default: str = "table") -> list[tuple[str, str | None]]:
+    """``-o FORMAT[=PATH]`` values of a report command (gate, check): (format, path or None
+    for stdout); at most one to stdout. Raises UsageError."""
+    from ..errors import UsageError
+
+    out: list[tuple[str, str | None]] = []
+    for v in values or [default]:
+        fmt, sep, path = v.partition("=")
+        fmt = fmt.strip()
+        if fmt not in formats:
+            raise UsageError(f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(formats)}")
+        if sep and not path:
+            raise UsageError(f"-o {v}: empty path")
+        out.append((fmt, path or None))
+    if sum(1 for _, p in out if p is None) > 1:
+        raise UsageError("only one output can go to standard output; give the others =PATH")
+    return out

@@ -23,20 +23,9 @@ _FORMATS = ("table", "json", "sarif")
 
 
 def _parse_outputs(values: list[str] | None) -> list[tuple[str, str | None]]:
-    from ...errors import UsageError
+    from .._common import parse_report_outputs
 
-    out: list[tuple[str, str | None]] = []
-    for v in values or ["table"]:
-        fmt, sep, path = v.partition("=")
-        fmt = fmt.strip()
-        if fmt not in _FORMATS:
-            raise UsageError(f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(_FORMATS)}")
-        if sep and not path:
-            raise UsageError(f"-o {v}: empty path")
-        out.append((fmt, path or None))
-    if sum(1 for _, p in out if p is None) > 1:
-        raise UsageError("only one output can go to standard output; give the others =PATH")
-    return out
+    return parse_report_outputs(values, _FORMATS)
 
 
 def _sniff(path: str) -> str | None:

@@ -69,20 +69,9 @@ def gate(
 
 
 def _parse_outputs(values: list[str] | None) -> list[tuple[str, str | None]]:
-    from ...errors import UsageError
+    from .._common import parse_report_outputs
 
-    specs: list[tuple[str, str | None]] = []
-    for v in values or ["table"]:
-        fmt, sep, path = v.partition("=")
-        fmt = fmt.strip()
-        if fmt not in _FORMATS:
-            raise UsageError(f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(_FORMATS)}")
-        if sep and not path:
-            raise UsageError(f"-o {v}: empty path")
-        specs.append((fmt, path or None))
-    if sum(1 for _, p in specs if p is None) > 1:
-        raise UsageError("only one output can go to standard output; give the others =PATH")
-    return specs
+    return parse_report_outputs(values, _FORMATS)
 
 
 def _gate(
