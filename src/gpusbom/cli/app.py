@@ -481,6 +481,9 @@ _register_commands()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising."""
+    from .._alloc import tune_allocator
+
+    tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)
     try:
         rv = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
