@@ -208,21 +208,51 @@ def decompress_floor(blobs: list[Path]) -> tuple[float, int, int]:
     return time.perf_counter() - t0, comp, raw
 
 
+def _tree_rss(pid: int) -> int:
+    """Memory of ``pid`` and all its descendants: the sum of their proportional set sizes
+    (PSS: pages shared copy-on-write with forked layer workers are split among the sharers,
+    so they are counted once), or of their RSS where PSS is not available (an upper bound)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            try:
+                with open(f"/proc/{p}/smaps_rollup") as f:
+                    total += next(int(line.split()[1]) * 1024 for line in f
+                                  if line.startswith("Pss:"))
+            except (OSError, StopIteration):
+                with open(f"/proc/{p}/statm") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def run_scan(ref: str) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of ``gpusbom scan`` as a child process."""
+    """(wall seconds, peak RSS MiB of the scan's process tree, exit code) of ``gpusbom scan``
+    as a child process (the tree is sampled every 10 ms; the kernel's own peak of the
+    largest single process is taken too)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "gpusbom", "scan", "--image", ref, "-q", "-o", "json=/dev/null"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    peak_tree = 0
+    while proc.poll() is None:
+        peak_tree = max(peak_tree, _tree_rss(proc.pid))
+        time.sleep(0.01)
     wall = time.perf_counter() - t0
+    err = proc.stderr.read() if proc.stderr else ""
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
-    return wall, max(peak, before) / 1024.0, proc.returncode
+        print(err, file=sys.stderr)
+    return wall, max(peak_tree / 2**20, max(peak, before) / 1024.0), proc.returncode
 
 
 def main() -> int:
@@ -258,10 +288,11 @@ def main() -> int:
     print(f"layer bytes       {comp / 1e6:,.0f} MB compressed, {raw / 1e6:,.0f} MB uncompressed")
     print(f"floor (inflate)   {floor:.2f} s  ({raw / 1e6 / floor:,.0f} MB/s uncompressed; "
           f"one thread, isal, allocator {'tuned as gpusbom does' if tuned else 'defaults'})")
-    print(f"cores             {os.cpu_count()} (gpusbom reads up to 3 layers at once)")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"cores             {cpus} usable")
     print(f"gpusbom scan      {wall:.2f} s  ({raw / 1e6 / wall:,.0f} MB/s uncompressed)")
     print(f"ratio             {ratio:.2f}x the floor (target <= 1.30x)")
-    print(f"peak RSS          {rss:.0f} MiB (target < 500 MiB)")
+    print(f"peak RSS          {rss:.0f} MiB, the scan's processes together, PSS (target < 500 MiB)")
     ok = ratio <= 1.3 and rss < 500
     print("result            " + ("within targets" if ok else "TARGET MISSED"))
     return 0 if ok or not args.check else 1

@@ -204,6 +204,9 @@ class BlobStore(ABC):
     label: str
     #: layers may be read by several threads at once (each read opens its own stream)
     parallel_safe: bool = False
+    # read_layer works in a forked child (plain files reached through inherited fds; no
+    # threads, sessions or sockets): layers may then be read by worker processes
+    fork_safe: bool = False
 
     @abstractmethod
     def exists(self, path: str) -> bool: ...
@@ -746,11 +749,31 @@ def layer_workers() -> int:
     return max(1, min(3, os.cpu_count() or 1))
 
 
+def layer_processes(store: BlobStore, total: int) -> int:
+    """Worker processes for reading layers (0: threads in this process).
+
+    One layer's pipeline (read+hash, inflate, tar walk) is three threads under one
+    interpreter lock, so several layers in one process stop scaling at about three; in
+    processes they scale with the cores. Used for fork-safe stores on machines with 4 or more
+    cores; ``GPUSBOM_LAYER_PROCESSES`` (a number, or 0 for none) overrides."""
+    if total <= 1 or not getattr(store, "fork_safe", False) or not hasattr(os, "fork"):
+        return 0
+    env = os.environ.get("GPUSBOM_LAYER_PROCESSES", "")
+    if env.isdigit():
+        return min(int(env), total)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    return min(total, 6, max(2, cpus // 2)) if cpus >= 4 else 0
+
+
 def read_layers(
     store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int | None = None
 ) -> list[LayerIndex]:
     """Stream every layer once: several at a time when the store allows it."""
     total = len(plan.layers)
+    procs = layer_processes(store, total) if workers is None else 0
+    if procs > 1:
+        return read_layers_forked(store, plan, ctx, procs)
     n = layer_workers() if workers is None else workers
     if not store.parallel_safe or n <= 1 or total <= 1:
         out = []
@@ -876,6 +899,98 @@ def read_layers_parallel(
         raise
     finally:
         pool.shutdown(wait=True)
+        progress.finish(total)
+
+
+class _ForkSpool:
+    """The scan's Spool as seen from a layer worker process: its own file names in the same
+    private directory, and the byte budget shared through a counter in shared memory."""
+
+    def __init__(self, spool: Any, counter: Any, index: int) -> None:
+        self.dir = spool.dir
+        self.limits = getattr(spool, "limits", None)
+        self._counter = counter
+        self._index = index
+        self._n = 0
+        self._seen = 0
+
+    def new_path(self) -> str:
+        self._n += 1
+        return os.path.join(self.dir, f"l{self._index:05d}-{self._n:07d}")
+
+    @property
+    def bytes(self) -> int:
+        with self._counter.get_lock():
+            self._seen = int(self._counter.value)
+            return self._seen
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:  # "spool.bytes += n": apply the delta
+        with self._counter.get_lock():
+            self._counter.value += value - self._seen
+            self._seen = int(self._counter.value)
+
+
+_FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
+
+
+def _read_layer_in_child(i: int) -> LayerIndex:
+    from ..fsview.types import NullProgress
+
+    assert _FORK_JOB is not None
+    store, plan, ctx, counter = _FORK_JOB
+    layer = plan.layers[i]
+    lctx = ReadContext(
+        matcher=ctx.matcher,
+        spool=_ForkSpool(ctx.spool, counter, i),  # type: ignore[arg-type]
+        limits=ctx.limits,
+        progress=NullProgress(),
+        platform=ctx.platform,
+    )
+    li = store.read_layer(layer.path, layer, len(plan.layers), lctx)
+    return finish_layer(li, layer, store.label)
+
+
+def read_layers_forked(
+    store: BlobStore, plan: ImagePlan, ctx: ReadContext, procs: int
+) -> list[LayerIndex]:
+    """Stream every layer once, in ``procs`` forked worker processes; results in order,
+    the first error wins (the other workers are stopped). Children inherit the plan, the
+    matcher and the open store; they return the layer index (captured content in memory,
+    or in the scan's spool directory)."""
+    import multiprocessing
+
+    global _FORK_JOB
+    total = len(plan.layers)
+    sizes = [la.size for la in plan.layers]
+    total_bytes = (
+        sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+    )
+    progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
+    mp = multiprocessing.get_context("fork")
+    counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))
+    _FORK_JOB = (store, plan, ctx, counter)
+    import gc
+
+    gc.freeze()  # the collector leaves inherited objects alone: fewer copied pages per worker
+    pool = mp.Pool(processes=procs)
+    try:
+        out: list[LayerIndex] = []
+        for li, layer in zip(pool.imap(_read_layer_in_child, range(total)), plan.layers):
+            out.append(li)
+            if layer.size:
+                progress.advance(layer.size)
+        pool.close()
+        if hasattr(ctx.spool, "bytes"):
+            ctx.spool.bytes = int(counter.value)
+        return out
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        gc.unfreeze()
+        _FORK_JOB = None
         progress.finish(total)
 
 

@@ -42,6 +42,7 @@ class DirStore(BlobStore):
     """A layout directory; paths never leave it and links are never followed."""
 
     parallel_safe = True  # each layer opens its own file descriptor
+    fork_safe = True  # a forked child reads a layer through the inherited directory fd
 
     def __init__(self, root: str, label: str) -> None:
         self.label = label
