@@ -181,6 +181,8 @@ class SeekableTarStore(_TarStore):
     def __init__(self, f: BinaryIO, label: str, limits: Limits) -> None:
         # layers are read with os.preadv from a shared descriptor: safe in parallel
         self.parallel_safe = hasattr(os, "preadv") and _has_fileno(f)
+        # and in forked layer workers: preadv on the inherited descriptor moves no offset
+        self.fork_safe = self.parallel_safe
         super().__init__(label, limits)
         self._f = f
         for m in iter_tar(f, limits=limits, name=label):

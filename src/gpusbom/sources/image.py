@@ -763,7 +763,7 @@ def layer_processes(store: BlobStore, total: int) -> int:
         return min(int(env), total)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cpus = cpus or 1
-    return min(total, 6, max(2, cpus // 2)) if cpus >= 4 else 0
+    return min(total, 6, max(3, cpus // 2)) if cpus >= 4 else 0
 
 
 def read_layers(
