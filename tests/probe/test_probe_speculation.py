@@ -30,7 +30,7 @@ def _facts(uuid: str, name: str) -> dict[str, str]:
 
 
 class _Fake(CudaBackend):
-    def speculate(self) -> list[tuple[str, dict[str, str]]]:
+    def speculate(self, workdir: str | None = None) -> list[tuple[str, dict[str, str]]]:
         return [("0", {"CUDA_VISIBLE_DEVICES": u}) for u in sorted(GPUS)]
 
 
@@ -99,3 +99,29 @@ def test_devices_from_runs_needs_the_gpu_each_child_was_started_for() -> None:
     assert be.devices_from_runs([("0", {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}, ok)]) is None
     assert be.devices_from_runs([("0", {"CUDA_VISIBLE_DEVICES": "GPU-aaaa"},
                                   {**ok, "device": None})]) is None
+
+
+def test_pocl_child_starts_beside_the_enumeration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real PoCL: its device child starts at once from the .icd file (PoCL loads LLVM, so
+    waiting for the enumeration first costs ~0.3-1 s) and is kept, not started again, when the
+    enumeration lists the platform's one device."""
+    from pathlib import Path
+
+    vendors = Path("/etc/OpenCL/vendors")
+    if not any("pocl" in p.read_text(errors="replace") for p in vendors.glob("*.icd")):
+        pytest.skip("no PoCL ICD registered")
+    started: list[list[str]] = []
+    real_start = runner._start
+
+    def start(child: runner._Child, env: dict[str, str]) -> None:
+        started.append(child.args[:3])
+        real_start(child, env)
+
+    monkeypatch.setattr(runner, "_start", start)
+    results = runner.run_probes(["opencl"], timeout=60)
+    pocl = [r for r in results if "Portable Computing Language" in r.facts.get("platform", "")]
+    assert pocl and all(r.outcome == "pass" for r in pocl), results
+    runs = [a for a in started if a[0] == "run"]
+    assert started[0] == ["enumerate", "opencl"]
+    assert runs == [["run", "opencl", "0:0"]] * len(runs) and len(runs) == len(
+        [r for r in results if r.device is not None])

@@ -74,11 +74,12 @@ class Backend(ABC):
         ``workdir``: a private temporary directory the backend may write to."""
         return device_id, {}
 
-    def speculate(self) -> list[tuple[str, dict[str, str]]]:
+    def speculate(self, workdir: str | None = None) -> list[tuple[str, dict[str, str]]]:
         """Device children that can start before the enumeration child has answered:
         (child id, extra environment) pairs, each exactly what ``isolate`` gives for
         one device, found from a cheap count (no runtime loaded, in the parent). The
-        runner keeps those ``isolate`` asks for again and kills the rest. [] when unsure."""
+        runner keeps those ``isolate`` asks for again and kills the rest. [] when unsure.
+        ``workdir``: the same private directory ``isolate`` gets."""
         return []
 
     #: True when a non-empty ``speculate()`` is known to name every device the runtime

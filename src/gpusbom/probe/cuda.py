@@ -241,7 +241,7 @@ class CudaBackend(Backend):
             return "0", {"CUDA_VISIBLE_DEVICES": facts["uuid"]}
         return device_id, {}
 
-    def speculate(self) -> list[tuple[str, dict[str, str]]]:
+    def speculate(self, workdir: str | None = None) -> list[tuple[str, dict[str, str]]]:
         # the kernel driver lists its GPUs, with their UUIDs, without loading libcuda:
         # one child per GPU starts at once, beside the enumeration child
         if "CUDA_VISIBLE_DEVICES" in os.environ:

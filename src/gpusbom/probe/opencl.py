@@ -167,6 +167,24 @@ def _icd_library(platform: Any) -> str | None:
     return path
 
 
+def _vendors_dir(workdir: str, lib: str) -> str:
+    """A vendors directory holding one .icd file naming ``lib`` (ocl-icd and the Khronos
+    loader both read OCL_ICD_VENDORS; ocl-icd lists nothing for OCL_ICD_FILENAMES beside an
+    empty vendors directory). Named by the library's file name, so the speculative child
+    (which knows the name from the .icd file) and isolate() (the path from dladdr) agree;
+    written once, never rewritten under a running child."""
+    base = os.path.basename(lib)
+    vendors = os.path.join(workdir, "icd-" + hashlib.sha1(base.encode()).hexdigest()[:12])
+    os.makedirs(vendors, exist_ok=True)
+    path = os.path.join(vendors, "vendor.icd")
+    if not os.path.exists(path):
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(lib + "\n")
+        os.replace(tmp, path)
+    return vendors
+
+
 def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
     try:
         pi, di = (int(x) for x in device_id.split(":"))
@@ -206,8 +224,10 @@ class OpenCLBackend(Backend):
     def enumerate(self) -> list[DeviceInfo]:
         cl = _cl()
         out: list[DeviceInfo] = []
-        for pi, plat in enumerate(_platforms(cl)):
-            icd = _icd_library(plat)
+        plats = _platforms(cl)
+        icds = [_icd_library(p) for p in plats]
+        for pi, plat in enumerate(plats):
+            icd = icds[pi]
             for di, dev in enumerate(_devices(cl, plat)):
                 try:
                     facts = _facts(cl, plat, dev)
@@ -215,6 +235,8 @@ class OpenCLBackend(Backend):
                     raise _as_probe_error(cl, exc, "clGetDeviceInfo") from None
                 if icd:
                     facts["_icd"] = icd
+                    if icds.count(icd) == 1:  # the ICD's only platform: index 0 when isolated
+                        facts["_icd-di"] = str(di)
                 out.append(DeviceInfo(f"{pi}:{di}", dev.name.strip(), facts))
         if not out:
             raise ProbeSkipped("no OpenCL device on any platform")
@@ -230,13 +252,14 @@ class OpenCLBackend(Backend):
         # a vendors directory holding this one .icd file (ocl-icd and the Khronos loader
         # both read OCL_ICD_VENDORS; ocl-icd lists nothing for OCL_ICD_FILENAMES beside an
         # empty vendors directory)
-        vendors = os.path.join(workdir, "icd-" + hashlib.sha1(lib.encode()).hexdigest()[:12])
-        os.makedirs(vendors, exist_ok=True)
-        with open(os.path.join(vendors, "vendor.icd"), "w", encoding="utf-8") as f:
-            f.write(lib + "\n")
+        vendors = _vendors_dir(workdir, lib)
         extra = {"OCL_ICD_VENDORS": vendors, ENV_PLATFORM: name}
         if os.environ.get("OCL_ICD_FILENAMES"):
             extra["OCL_ICD_FILENAMES"] = lib  # the caller's list would add its platforms
+        elif facts.get("_icd-di") is not None and "nvidia" not in facts.get("vendor", "").lower():
+            # the ICD's only platform: the child sees it as platform 0, no name needed (the
+            # same key as a speculative child's, which is then kept)
+            return f"0:{facts['_icd-di']}", {"OCL_ICD_VENDORS": vendors}
         pci = facts.get("pci-bus-id")
         if pci and "CUDA_VISIBLE_DEVICES" not in os.environ and \
                 "nvidia" in facts.get("vendor", "").lower():
@@ -246,6 +269,30 @@ class OpenCLBackend(Backend):
             if uuid:
                 extra.update({"CUDA_VISIBLE_DEVICES": uuid, ENV_PCI: pci})
         return device_id, extra
+
+    def speculate(self, workdir: str | None = None) -> list[tuple[str, dict[str, str]]]:
+        # PoCL (OpenCL on the CPU) loads LLVM when initialised: its child starts at once,
+        # beside the enumeration child, as isolate() would start it for a one-device
+        # platform; kept when the enumeration agrees, killed otherwise
+        if not workdir or os.environ.get("OCL_ICD_FILENAMES"):
+            return []
+        vendors_dir = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+        out: list[tuple[str, dict[str, str]]] = []
+        try:
+            names = sorted(os.listdir(vendors_dir))
+        except OSError:
+            return []
+        for n in names:
+            if not n.endswith(".icd"):
+                continue
+            try:
+                with open(os.path.join(vendors_dir, n), encoding="utf-8") as f:
+                    lib = f.readline().strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if lib and "pocl" in os.path.basename(lib).lower():
+                out.append(("0:0", {"OCL_ICD_VENDORS": _vendors_dir(workdir, lib)}))
+        return out
 
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
         if kernels.opencl is None:

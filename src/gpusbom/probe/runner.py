@@ -267,7 +267,7 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
     be = backend(backend_id)
     # device children the backend can name before enumeration answers start now
     try:
-        guesses = [] if be.launch_skip else be.speculate()
+        guesses = [] if be.launch_skip else be.speculate(tmp)
     except Exception:  # noqa: BLE001 - a guess that fails costs nothing but the head start
         guesses = []
     enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
