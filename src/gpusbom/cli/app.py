@@ -20,7 +20,11 @@ from typing import Annotated, Any
 
 import typer
 
+import time as _time
+
 from .. import __version__
+
+_START = _time.perf_counter()
 from ..errors import IncompleteError, UsageError
 from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_INCOMPLETE,
@@ -426,6 +430,10 @@ def probe(
     """
     import time
 
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+        logging.getLogger(__name__).debug("probe: +%.3f s command start",
+                                          time.perf_counter() - _START)
     try:
         from ..probe import probe_failures, probe_scan, run_probes
         from ..scan import scan_timestamp
@@ -439,6 +447,8 @@ def probe(
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         elapsed = time.perf_counter() - t0
+        logging.getLogger(__name__).debug("probe: +%.3f s all answered",
+                                          time.perf_counter() - _START)
         result = probe_scan(results, timestamp=scan_timestamp())
         emit(result, specs, WriterOptions(
             cyclonedx_version=cyclonedx_version.value,

@@ -14,6 +14,7 @@ and the probe goes on with the others.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import signal
@@ -30,6 +31,9 @@ from typing import Any
 from ..model import ProbeOutcome, ProbeResult
 from . import kernel as K
 from .base import BACKEND_MODULES, backend
+
+log = logging.getLogger(__name__)
+_T0 = time.perf_counter()
 
 DEFAULT_TIMEOUT = 20.0
 ALL_BACKENDS: tuple[str, ...] = tuple(BACKEND_MODULES)
@@ -66,6 +70,7 @@ def _start(child: _Child, env: dict[str, str]) -> None:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             env=env, start_new_session=True, close_fds=True,
         )
+    log.debug("probe: +%.3f s started %s", child.start - _T0, " ".join(child.args))
 
 
 _POLL = 0.002  # seconds between looks at a child's answer file
@@ -110,6 +115,8 @@ def _wait(child: _Child, timeout: float) -> None:
             break
         if os.path.exists(child.out):
             child.seconds = time.perf_counter() - child.start
+            log.debug("probe: +%.3f s answered %s (%.3f s)", time.perf_counter() - _T0,
+                      " ".join(child.args), child.seconds)
             _reap_later(child, deadline)
             return
         now = time.perf_counter()
