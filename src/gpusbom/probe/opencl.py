@@ -167,20 +167,40 @@ def _icd_library(platform: Any) -> str | None:
     return path
 
 
+_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+             "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/usr/lib", "/lib",
+             "/usr/local/lib")
+
+
+def _resolve_lib(lib: str) -> str:
+    """The real file behind an ICD library name (``libpocl.so.2`` in an .icd file or in
+    OCL_ICD_FILENAMES, a path from dladdr), so the speculative child and isolate() name the
+    same library the same way; the name itself when it cannot be found here."""
+    if os.path.isabs(lib):
+        return os.path.realpath(lib) if os.path.exists(lib) else lib
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(_LIB_DIRS)
+    for d in dirs:
+        p = os.path.join(d, lib)
+        if os.path.exists(p):
+            return os.path.realpath(p)
+    return lib
+
+
 def _vendors_dir(workdir: str, lib: str) -> str:
     """A vendors directory holding one .icd file naming ``lib`` (ocl-icd and the Khronos
     loader both read OCL_ICD_VENDORS; ocl-icd lists nothing for OCL_ICD_FILENAMES beside an
-    empty vendors directory). Named by the library's file name, so the speculative child
-    (which knows the name from the .icd file) and isolate() (the path from dladdr) agree;
-    written once, never rewritten under a running child."""
-    base = os.path.basename(lib)
-    vendors = os.path.join(workdir, "icd-" + hashlib.sha1(base.encode()).hexdigest()[:12])
+    empty vendors directory). Named by the library's real file, so the speculative child
+    (which knows the name from the .icd file or OCL_ICD_FILENAMES) and isolate() (the path
+    from dladdr) agree; written once, never rewritten under a running child."""
+    real = _resolve_lib(lib)
+    vendors = os.path.join(workdir, "icd-" + hashlib.sha1(
+        os.path.basename(real).encode()).hexdigest()[:12])
     os.makedirs(vendors, exist_ok=True)
     path = os.path.join(vendors, "vendor.icd")
     if not os.path.exists(path):
         tmp = path + f".{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(lib + "\n")
+            f.write(real + "\n")
         os.replace(tmp, path)
     return vendors
 
@@ -255,11 +275,13 @@ class OpenCLBackend(Backend):
         vendors = _vendors_dir(workdir, lib)
         extra = {"OCL_ICD_VENDORS": vendors, ENV_PLATFORM: name}
         if os.environ.get("OCL_ICD_FILENAMES"):
-            extra["OCL_ICD_FILENAMES"] = lib  # the caller's list would add its platforms
-        elif facts.get("_icd-di") is not None and "nvidia" not in facts.get("vendor", "").lower():
+            # the caller's list would add its platforms
+            extra["OCL_ICD_FILENAMES"] = _resolve_lib(lib)
+        if facts.get("_icd-di") is not None and "nvidia" not in facts.get("vendor", "").lower():
             # the ICD's only platform: the child sees it as platform 0, no name needed (the
             # same key as a speculative child's, which is then kept)
-            return f"0:{facts['_icd-di']}", {"OCL_ICD_VENDORS": vendors}
+            del extra[ENV_PLATFORM]
+            return f"0:{facts['_icd-di']}", extra
         pci = facts.get("pci-bus-id")
         if pci and "CUDA_VISIBLE_DEVICES" not in os.environ and \
                 "nvidia" in facts.get("vendor", "").lower():
@@ -274,24 +296,34 @@ class OpenCLBackend(Backend):
         # PoCL (OpenCL on the CPU) loads LLVM when initialised: its child starts at once,
         # beside the enumeration child, as isolate() would start it for a one-device
         # platform; kept when the enumeration agrees, killed otherwise
-        if not workdir or os.environ.get("OCL_ICD_FILENAMES"):
+        if not workdir:
             return []
-        vendors_dir = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
-        out: list[tuple[str, dict[str, str]]] = []
-        try:
-            names = sorted(os.listdir(vendors_dir))
-        except OSError:
-            return []
-        for n in names:
-            if not n.endswith(".icd"):
-                continue
+        listed = os.environ.get("OCL_ICD_FILENAMES")
+        libs: list[str] = []
+        if listed:
+            libs = [x for x in listed.split(":") if x]
+        else:
+            vendors_dir = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
             try:
-                with open(os.path.join(vendors_dir, n), encoding="utf-8") as f:
-                    lib = f.readline().strip()
-            except (OSError, UnicodeDecodeError):
+                names = sorted(os.listdir(vendors_dir))
+            except OSError:
+                return []
+            for n in names:
+                if not n.endswith(".icd"):
+                    continue
+                try:
+                    with open(os.path.join(vendors_dir, n), encoding="utf-8") as f:
+                        libs.append(f.readline().strip())
+                except (OSError, UnicodeDecodeError):
+                    continue
+        out: list[tuple[str, dict[str, str]]] = []
+        for lib in libs:
+            if not lib or "pocl" not in os.path.basename(lib).lower():
                 continue
-            if lib and "pocl" in os.path.basename(lib).lower():
-                out.append(("0:0", {"OCL_ICD_VENDORS": _vendors_dir(workdir, lib)}))
+            env = {"OCL_ICD_VENDORS": _vendors_dir(workdir, lib)}
+            if listed:
+                env["OCL_ICD_FILENAMES"] = _resolve_lib(lib)
+            out.append(("0:0", env))
         return out
 
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
