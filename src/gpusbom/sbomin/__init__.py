@@ -25,7 +25,15 @@ from __future__ import annotations
 from ..model import ScanResult
 from ._read import MAX_SBOM_BYTES, read_input
 
-__all__ = ["MAX_SBOM_BYTES", "load_sbom"]
+__all__ = ["MAX_SBOM_BYTES", "load_sbom", "sniff"]
+
+
+def sniff(path: str) -> str | None:
+    """``gpusbom`` / ``cyclonedx`` / ``spdx`` when the file at ``path`` is an SBOM gpusbom
+    reads, None when it is something else (see ``_detect.sniff``)."""
+    from ._detect import sniff as _sniff
+
+    return _sniff(path)
 
 
 def load_sbom(path: str, *, max_bytes: int | None = None) -> ScanResult:

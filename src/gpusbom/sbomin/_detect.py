@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import ScanResult
-from ._read import display_name
+from ._read import display_name, read_input
 
 #: CycloneDX versions read (JSON exists from 1.2; XML from 1.0)
 CDX_JSON_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7")
@@ -43,6 +43,38 @@ def _json(text: str, name: str) -> Any:
         ) from None
     except RecursionError:
         raise InputError(f"{name}: malformed JSON: nested too deeply") from None
+
+
+def sniff(path: str) -> str | None:
+    """The SBOM format a file holds, judged from its content: ``gpusbom``, ``cyclonedx`` or
+    ``spdx``; None when it holds something else (an image archive, other JSON, ...), so a
+    caller that takes images or SBOMs (gate, check) can tell them apart. Raises InputError
+    when the file cannot be read or starts as JSON but is malformed."""
+    from ._read import MAX_SBOM_BYTES
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text.startswith("{"):
+        # SBOM keys may come anywhere (sorted SPDX JSON puts spdxVersion last): read it all
+        doc = _json(_text(read_input(path, max_bytes=MAX_SBOM_BYTES), path), path)
+        if not isinstance(doc, dict):
+            return None
+        if str(doc.get("schema", "")).startswith("gpusbom/scan/"):
+            return "gpusbom"
+        if doc.get("bomFormat") == "CycloneDX":
+            return "cyclonedx"
+        if "spdxVersion" in doc:
+            return "spdx"
+        return None
+    if text.startswith("<") and "cyclonedx" in text[:4096].lower():
+        return "cyclonedx"
+    if _TV_VERSION.search(text[:4096]):
+        return "spdx"
+    return None
 
 
 def parse(data: bytes, path: str) -> ScanResult:

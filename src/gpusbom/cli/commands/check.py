@@ -29,29 +29,13 @@ def _parse_outputs(values: list[str] | None) -> list[tuple[str, str | None]]:
 
 
 def _sniff(path: str) -> str | None:
-    """'gpusbom' | 'sbom' for a readable file that is a scan or an SBOM, None otherwise."""
-    from ...errors import InputError
-
+    """'gpusbom' for a gpusbom JSON scan, 'sbom' for a CycloneDX/SPDX SBOM, None otherwise."""
     if not os.path.isfile(path):
         return None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text.startswith(b"{"):
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not valid JSON: {exc}") from exc
-        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("gpusbom/scan"):
-            return "gpusbom"
-        return "sbom"
-    if text.startswith((b"<", b"SPDXVersion")):
-        return "sbom"
-    return None
+    from ...sbomin import sniff
+
+    kind = sniff(path)
+    return None if kind is None else "gpusbom" if kind == "gpusbom" else "sbom"
 
 
 def _load_file(path: str, kind: str) -> ScanResult:

@@ -146,50 +146,18 @@ def _scan_host(root: str, db: Any, probe: bool, timeout: float) -> Any:
     return result
 
 
-def _sbom_kind(path: str) -> str | None:
-    """``gpusbom`` / ``cyclonedx`` / ``spdx`` when the file is an SBOM, else None."""
-    import json
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return None
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith("{"):
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (ValueError, OSError):
-            return "unreadable-json"
-        if not isinstance(data, dict):
-            return None
-        if str(data.get("schema", "")).startswith("gpusbom/scan/"):
-            return "gpusbom"
-        if data.get("bomFormat") == "CycloneDX":
-            return "cyclonedx"
-        if "spdxVersion" in data:
-            return "spdx"
-        return None
-    if text.startswith("<") and "cyclonedx" in text[:4096].lower():
-        return "cyclonedx"
-    if text.startswith("SPDXVersion:") or "\nSPDXVersion:" in text[:4096]:
-        return "spdx"
-    return None
-
-
 def _load_target(target: str, db: Any, platform: str | None) -> Any:
     from ...errors import InputError
 
+    from ...sbomin import sniff
+
     path = target.removeprefix("sbom:")
-    kind = _sbom_kind(path) if os.path.isfile(path) else None
+    kind = sniff(path) if os.path.isfile(path) else None
     if target.startswith("sbom:"):
         if not os.path.isfile(path):
             raise InputError(f"{path}: SBOM file not found")
-        if kind in (None, "unreadable-json"):
+        if kind is None:
             raise InputError(f"{path}: not a CycloneDX, SPDX or gpusbom JSON SBOM")
-    if kind == "unreadable-json":
-        raise InputError(f"{path}: not valid JSON")
     if kind is None:
         from ...scan import scan
 
