@@ -86,14 +86,7 @@ def _reap_later(child: _Child, deadline: float) -> None:
         try:
             proc.wait(timeout=max(0.0, deadline - time.perf_counter()))
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=_KILL_GRACE)
-            except subprocess.TimeoutExpired:
-                pass
+            _kill(child)
 
     threading.Thread(target=reap, name=f"gpusbom-probe-reap-{proc.pid}", daemon=True).start()
 
@@ -122,14 +115,8 @@ def _wait(child: _Child, timeout: float) -> None:
         now = time.perf_counter()
         if now >= deadline:
             child.timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group (new session)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=_KILL_GRACE)
-            except subprocess.TimeoutExpired:
-                child.stuck = True  # in the driver, uninterruptibly; left behind, not waited for
+            # in the driver, uninterruptibly, when even SIGKILL does not end it: left behind
+            child.stuck = not _kill(child)
             break
         time.sleep(min(_POLL, deadline - now))
     child.seconds = time.perf_counter() - child.start
@@ -227,11 +214,13 @@ def _device_result(backend_id: str, dev: dict[str, Any], child: _Child, timeout:
     return r
 
 
-def _kill(child: _Child) -> None:
-    """Stop a child whose answer is no longer needed (a speculative start nobody asked for)."""
+def _kill(child: _Child) -> bool:
+    """SIGKILL the child's own process group (it runs in a new session) and wait a grace
+    period; False when it did not exit even then (stuck in the driver: left behind). Also
+    stops a speculative child whose answer nobody asked for."""
     proc = child.proc
     if proc is None or proc.poll() is not None:
-        return
+        return True
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -239,7 +228,8 @@ def _kill(child: _Child) -> None:
     try:
         proc.wait(timeout=_KILL_GRACE)
     except subprocess.TimeoutExpired:
-        pass  # stuck in the driver: left behind, as after a timeout
+        return False
+    return True
 
 
 def _public(facts: dict[str, Any] | None) -> dict[str, str]:
