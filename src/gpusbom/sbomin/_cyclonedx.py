@@ -16,12 +16,11 @@ from ._build import (
     sbom_target,
 )
 from ._own import (
+    apply_document_pair,
     apply_target_pairs,
-    finding_from,
     parse_evidence,
     probes_from,
     products_of,
-    unknown_from,
     unprefixed,
 )
 from ._read import display_name
@@ -294,15 +293,9 @@ def _convert(doc: dict[str, Any], path: str, name: str) -> ScanResult:
         key = unprefixed(n)
         if key is None or not gpusbom_made:
             continue
-        if key.startswith("collector:") and key.endswith(":version"):
-            parts.collectors[key[len("collector:"):-len(":version")]] = v
-        elif key.startswith("unknown:"):
-            parts.unknowns.append(unknown_from(v))
-        elif key.startswith("finding:"):
-            f = finding_from(v)
-            if f is not None:
-                parts.findings.append(f)
-        elif key == "relationship" or key.startswith("dangling-relationship:"):
+        if apply_document_pair(parts, key, v):
+            continue
+        if key == "relationship" or key.startswith("dangling-relationship:"):
             bits = v.split(" ")
             if len(bits) == 3:
                 parts.relationships.append((bits[0], bits[1], bits[2]))

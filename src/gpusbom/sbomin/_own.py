@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from ..model import (
     PROPERTY_NAMESPACE,
@@ -175,3 +176,20 @@ def finding_from(text: str) -> Finding | None:
     refs = tuple(r for r in (m.group("refs") or "").split(", ") if r)
     return Finding(id=fid, kind="declared",
                    severity=m.group("sev"), title=m.group("title"), components=refs)
+
+
+def apply_document_pair(parts: Any, key: str, value: str) -> bool:
+    """A document-level ``gpusbom:`` pair of gpusbom's own SBOM (CycloneDX metadata property
+    or SPDX document comment line) that both formats carry the same way: collector
+    versions, unknowns and findings. True when ``key`` was one of them."""
+    if key.startswith("collector:") and key.endswith(":version"):
+        parts.collectors[key[len("collector:"):-len(":version")]] = value
+    elif key.startswith("unknown:"):
+        parts.unknowns.append(unknown_from(value))
+    elif key.startswith("finding:"):
+        f = finding_from(value)
+        if f is not None:
+            parts.findings.append(f)
+    else:
+        return False
+    return True

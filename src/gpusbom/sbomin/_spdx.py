@@ -9,12 +9,11 @@ from ..errors import InputError
 from ..model import Component, ComponentType, Evidence, ScanResult
 from ._build import Parts, finish, foreign_component, is_package_purl, sbom_target
 from ._own import (
+    apply_document_pair,
     apply_target_pairs,
-    finding_from,
     parse_evidence,
     probes_from,
     products_of,
-    unknown_from,
     unprefixed,
 )
 from ._read import display_name
@@ -175,15 +174,9 @@ def _convert(document: Any, path: str) -> ScanResult:
 
     if gpusbom_made:
         for k, v in _lines(ci.document_comment):
-            if k.startswith("collector:") and k.endswith(":version"):
-                parts.collectors[k[len("collector:"):-len(":version")]] = v
-            elif k.startswith("unknown:"):
-                parts.unknowns.append(unknown_from(v))
-            elif k.startswith("finding:"):
-                f = finding_from(v)
-                if f is not None:
-                    parts.findings.append(f)
-            elif k == "unmapped-relationship":
+            if apply_document_pair(parts, k, v):
+                continue
+            if k == "unmapped-relationship":
                 bits = v.split(" ")
                 if len(bits) == 3:
                     parts.relationships.append((bits[0], bits[1], bits[2]))
