@@ -8,11 +8,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -21,8 +17,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from gpusbom.collectors.python import parse_core_metadata, pypi_purl, requirement_name
+from pinned_wheels import LINUX_311, pinned_wheel  # tests/pinned_wheels.py
 
-CACHE = Path(os.environ.get("GPUSBOM_TEST_CACHE", Path.home() / ".cache" / "gpusbom-test"))
 WHEELS = {
     "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl": (
         "nvidia-cuda-runtime-cu12==12.4.127",
@@ -35,31 +31,10 @@ WHEELS = {
 }
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def real_wheel(filename: str) -> Path:
     """The pinned wheel from the cache, downloading it when missing; skips without network."""
     req, sha = WHEELS[filename]
-    path = CACHE / filename
-    if not path.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--platform", "manylinux2014_x86_64", "--python-version", "3.11",
-             req, "-d", str(CACHE)],
-            check=False, capture_output=True, text=True, timeout=300,
-        )
-        if r.returncode != 0 or not path.is_file():
-            pytest.skip(f"cannot download {req} from PyPI: {r.stderr.strip()[-200:]}")
-    got = _sha256(path)
-    assert got == sha, f"{path}: sha256 {got} != pinned {sha}"
-    return path
+    return pinned_wheel(filename, req, sha, pip_args=LINUX_311)
 
 
 def wheel_dist_info(filename: str) -> dict[str, bytes]:

@@ -8,11 +8,8 @@ scanned with FsView.from_directory; nothing is committed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -31,9 +28,9 @@ from gpusbom.fsview.view import FsView
 from gpusbom.model import Component, Target
 from gpusbom.scan import build_matcher, run_collectors
 from gpusbom.stack import summarize
+from pinned_wheels import CACHE, LINUX_311, pinned_wheel  # tests/pinned_wheels.py
 
 CUDA13 = Path("/usr/local/cuda-13.0")
-CACHE = Path(os.environ.get("GPUSBOM_TEST_CACHE", Path.home() / ".cache" / "gpusbom-test"))
 SP = "usr/local/lib/python3.11/site-packages"
 OURS = ("cuda", "nvidia-driver", "nvidia-container-toolkit", "triton-server")
 
@@ -53,48 +50,10 @@ WHEELS = {  # filename -> (requirement, sha256)
 }
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def real_wheel(filename: str) -> Path:
     """The pinned wheel from the test cache (downloaded with pip when missing)."""
     req, sha = WHEELS[filename]
-    for d in (CACHE / "wheels", CACHE):
-        if (d / filename).is_file() and _sha256(d / filename) == sha:
-            return d / filename
-    dest = CACHE / "wheels"
-    dest.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--platform",
-            "manylinux2014_x86_64",
-            "--python-version",
-            "3.11",
-            req,
-            "-d",
-            str(dest),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    path = dest / filename
-    if r.returncode != 0 or not path.is_file():
-        pytest.skip(f"cannot download {req}: {r.stderr.strip()[-200:]}")
-    assert _sha256(path) == sha, f"{path}: sha256 mismatch"
-    return path
+    return pinned_wheel(filename, req, sha, dest=CACHE / "wheels", pip_args=LINUX_311)
 
 
 def install(root: Path, filename: str) -> None:

@@ -11,24 +11,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import pytest
 
 from gpusbom.collectors import all_collectors
 from gpusbom.fsview.types import Spool
 from gpusbom.fsview.view import FsView
 from gpusbom.model import Component, Target, Unknown
 from gpusbom.scan import build_matcher, run_collectors
+from pinned_wheels import pinned_wheel  # tests/pinned_wheels.py
 
-CACHE = Path(os.environ.get("GPUSBOM_TEST_CACHE", Path.home() / ".cache" / "gpusbom-test"))
 SITE = "usr/local/lib/python3.11/site-packages"
 WHEELS = {
     "triton-3.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl": (
@@ -54,42 +50,10 @@ WHEELS = {
 }
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def real_wheel(filename: str) -> Path:
     """The pinned wheel from the cache, downloading it when missing; skips when pip cannot."""
     req, sha = WHEELS[filename]
-    path = CACHE / filename
-    if not path.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--only-binary=:all:",
-                req,
-                "-d",
-                str(CACHE),
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if r.returncode != 0 or not path.is_file():
-            pytest.skip(f"cannot download {req}: {r.stderr.strip()[-200:]}")
-    got = _sha256(path)
-    assert got == sha, f"{path}: sha256 {got} != pinned {sha}"
-    return path
+    return pinned_wheel(filename, req, sha, timeout=900)
 
 
 def extract(filename: str, root: Path, want: Callable[[str], bool]) -> Path:
