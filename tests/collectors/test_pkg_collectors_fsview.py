@@ -357,12 +357,16 @@ def test_rpm_fedora_layout_symlinked_dbpath(rpmdbs: dict[str, Path], spool: Spoo
         assert c.purl and c.purl.startswith(f"pkg:rpm/{c.name}@") and "distro=" not in c.purl
 
 
-def test_rpm_berkeley_db_is_unknown(spool: Spool) -> None:
+def test_rpm_garbage_berkeley_db_is_unknown(spool: Spool) -> None:
+    # real Berkeley DB rpmdbs are covered by test_rpm_bdb.py; this one has no hash magic
     fs = image([{"/var/lib/rpm/Packages": b"\x00\x06\x15\x61" + b"\x00" * 4092}], spool)
     comps, ctx = run("rpm", fs)
     assert comps == []
     assert [(u.reason, u.path) for u in ctx.unknowns] == [
-        ("rpmdb in Berkeley DB format is not supported", "/var/lib/rpm/Packages")
+        (
+            "cannot read Berkeley DB rpmdb: not a Berkeley DB hash database (bad magic)",
+            "/var/lib/rpm/Packages",
+        )
     ]
 
 

@@ -13,8 +13,10 @@ The files each package owns come from the header's file list (DIRNAMES,
 DIRINDEXES, BASENAMES; OLDFILENAMES in very old headers) and are claimed for
 stack collectors (phase 1 ``claim``).
 
-Berkeley DB (RHEL 7, ``Packages``) and ndb (SUSE, ``Packages.db``) databases
-are not read; they are reported as unknowns.
+Berkeley DB databases (RHEL 7 and 8, UBI 8, Rocky 8: ``/var/lib/rpm/Packages``) are read
+by the bounded hash-page reader in ``rpm_bdb``; a damaged page or overflow chain is an
+unknown naming it. SUSE's ndb (``Packages.db``) is not read (no tool here can write a
+real one to test against); it is reported as an unknown.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "RpmPackage",
     "header_files",
     "parse_rpm_header",
+    "read_bdb_content",
     "read_rpmdb_bytes",
     "read_rpmdb_file",
     "resolve_requires",
@@ -297,8 +300,33 @@ def _read_content(
     return read_rpmdb_bytes(content.read(), files=files)  # type: ignore[attr-defined]
 
 
+def read_bdb_content(content: object, *, files: bool = False) -> tuple[list[RpmPackage], list[str]]:
+    """Packages of a Berkeley DB rpmdb (``Packages``) held in ``content`` (a ContentRef).
+    Raises ``BdbError`` when the file as a whole is unreadable."""
+    from .rpm_bdb import read_bdb_headers
+
+    pkgs: list[RpmPackage] = []
+    with content.open() as f:  # type: ignore[attr-defined]
+        size = f.seek(0, os.SEEK_END)
+        blobs, problems = read_bdb_headers(f, size)
+    for i, blob in enumerate(blobs):
+        try:
+            pkg = _package_from_header(parse_rpm_header(blob, files=files))
+        except RpmHeaderError as e:
+            problems.append(f"header {i}: {e}")
+            continue
+        if pkg is not None:
+            pkgs.append(pkg)
+    return pkgs, problems
+
+
 def _snapshot(content: object) -> dict[tuple[str, str], str]:
     pkgs, _ = _read_content(content)
+    return {p.key: p.evr for p in pkgs}
+
+
+def _bdb_snapshot(content: object) -> dict[tuple[str, str], str]:
+    pkgs, _ = read_bdb_content(content)
     return {p.key: p.evr for p in pkgs}
 
 
@@ -350,7 +378,8 @@ class RpmCollector(Collector):
     paths = (
         *(PathSpec(p, history=True, max_size=MAX_DB_SIZE) for p in SQLITE_DBS),
         *(PathSpec(p + "-wal", max_size=MAX_WAL_SIZE) for p in SQLITE_DBS),
-        *(PathSpec(p, max_size=0) for p in BDB_DBS + NDB_DBS),
+        *(PathSpec(p, history=True, max_size=MAX_DB_SIZE) for p in BDB_DBS),
+        *(PathSpec(p, max_size=0) for p in NDB_DBS),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -372,9 +401,17 @@ class RpmCollector(Collector):
             out.extend(self._read_db(ctx, real, osr))
         if not done:
             for path in BDB_DBS:
-                if fs.exists(path):
-                    ctx.unknown("rpmdb in Berkeley DB format is not supported", path)
-                    break
+                try:
+                    if not fs.exists(path):
+                        continue
+                    real = fs.realpath(path)
+                except Exception as e:  # noqa: BLE001
+                    ctx.unknown(f"cannot resolve rpmdb: {e}", path)
+                    continue
+                if real not in done:
+                    done.add(real)
+                    out.extend(self._read_db(ctx, real, osr, bdb=True))
+        if not done:
             for path in NDB_DBS:
                 if fs.exists(path):
                     ctx.unknown("rpmdb in ndb format is not supported", path)
@@ -395,21 +432,27 @@ class RpmCollector(Collector):
             ctx.unknown(f"cannot read rpmdb write-ahead log, it is ignored: {e}", wal)
             return None
 
-    def _read_db(self, ctx: CollectContext, path: str, osr: dict[str, str]) -> list[Component]:
+    def _read_db(
+        self, ctx: CollectContext, path: str, osr: dict[str, str], *, bdb: bool = False
+    ) -> list[Component]:
         fs = ctx.fs
+        what = "Berkeley DB rpmdb" if bdb else "rpmdb"
         try:
             entry = fs.lookup(path)
             content = entry.content if entry is not None else None
             if content is None:
                 fs.read_bytes(path)  # raises the reason (not captured / too large)
                 raise FileNotFoundError(path)
-            pkgs, problems = _read_content(content, self._wal(ctx, path), files=True)
+            if bdb:
+                pkgs, problems = read_bdb_content(content, files=True)
+            else:
+                pkgs, problems = _read_content(content, self._wal(ctx, path), files=True)
         except Exception as e:  # noqa: BLE001
-            ctx.unknown(f"cannot read rpmdb: {e}", path)
+            ctx.unknown(f"cannot read {what}: {e}", path)
             return []
         for p in problems:
-            ctx.unknown(f"rpmdb: {p}", path)
-        snaps = history_snapshots(fs, path, _snapshot)
+            ctx.unknown(f"{what}: {p}", path)
+        snaps = history_snapshots(fs, path, _bdb_snapshot if bdb else _snapshot)
         intro = attribute_layers(snaps, {p.key: p.evr for p in pkgs})
         final_layer = fs.layer_of(path)
         deps = resolve_requires(pkgs)
