@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Sequence
-from typing import Any, BinaryIO
+from collections.abc import Iterable, Sequence
+from typing import Any, BinaryIO, Protocol
 
 from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
 from ..model import LayerRef
@@ -173,6 +173,168 @@ def _spool_file(
     return ContentRef(path=path, size=size)
 
 
+class Member(Protocol):
+    """What ``index_members`` needs of one filesystem member (``tarstream.TarMember``, or a
+    squashfs inode or a file of a layer directory in other sources)."""
+
+    name: str
+    kind: EntryKind
+    size: int
+    linkname: str
+    sparse: bool
+
+    @property
+    def mode(self) -> int: ...
+
+    @property
+    def uid(self) -> int: ...
+
+    @property
+    def gid(self) -> int: ...
+
+    @property
+    def mtime(self) -> int: ...
+
+    def read(self, n: int = -1) -> bytes: ...
+
+
+def index_members(
+    members: Iterable[Member],
+    *,
+    index: int,
+    name: str,
+    matcher: PathMatcher,
+    spool: Spool,
+    limits: Limits,
+) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
+    """Index a layer's members as ``read_layer`` does (whiteouts, kept entries, captured
+    content of matched files, path hashes of the others): (entries, whiteouts, opaque
+    dirs, shadow hashes, member count). Members are visited once, in order."""
+    entries: dict[str, Entry] = {}
+    whiteouts: set[str] = set()
+    opaque: set[str] = set()
+    shadow = array("q")
+    shadow_add = shadow.append
+    max_kept = limits.max_kept_records
+    max_mem = limits.max_memory_content
+    match = matcher.match if matcher else None
+    # the matcher's combined regex rejects most paths without a Python-level call
+    rx = getattr(matcher, "_rx", None)
+    quick = rx.match if rx is not None and hasattr(rx, "match") else None
+    count = 0
+    for m in members:
+        count += 1
+        path = normalize_path(m.name, name)
+        kind = m.kind
+        if WHITEOUT in path:
+            slash = path.rfind("/")
+            base = path[slash + 1 :]
+            if base.startswith(WHITEOUT):
+                parent = path[:slash] or "/"
+                if base == OPAQUE:
+                    opaque.add(parent)
+                elif not base.startswith(".wh..wh."):
+                    target = base[4:]
+                    if target in ("", ".", ".."):
+                        raise UnsafeArchiveError(f"{name}: malformed whiteout {m.name!r}")
+                    whiteouts.add(parent.rstrip("/") + "/" + target)
+                continue  # whiteouts are markers, not files
+        if kind is _FILE:
+            if match is None or (quick is not None and quick(path) is None):
+                spec = None
+            else:
+                spec = match(path)
+            if spec is None:
+                shadow_add(hash(path))
+                if entries:
+                    entries.pop(path, None)
+                continue
+            content: ContentRef | None = None
+            analysis: dict[str, Any] | None = None
+            fsize = m.size
+            factories = spec.stream
+            if factories is not None and not m.sparse:
+                # a stream analyzer sees every byte once, captured or not
+                an = Analyzers(spec.analyzers)
+                if fsize <= spec.max_size and fsize <= max_mem:
+                    data = m.read(fsize)
+                    content = ContentRef(data=data)
+                    an.feed(data)
+                elif fsize <= spec.max_size:
+                    content = _spool_file(m, fsize, spool, limits, an)
+                else:
+                    _analyze_member(m, fsize, an)
+                analysis = an.close()
+            elif not m.sparse and fsize <= spec.max_size:
+                if fsize <= max_mem:
+                    content = ContentRef(data=m.read(fsize))
+                else:
+                    content = _spool_file(m, fsize, spool, limits)
+            entry = Entry(
+                path=path,
+                kind=_FILE,
+                size=fsize,
+                mode=m.mode,
+                linkname=None,
+                layer=index,
+                content=content,
+                matched=True,
+                uid=m.uid,
+                gid=m.gid,
+                mtime=m.mtime,
+                history=spec.history,
+                analysis=analysis,
+            )
+        elif kind is _HARDLINK:
+            target = normalize_path(m.linkname, name, "hard link target")
+            tgt = entries.get(target)
+            spec = match(path) if match is not None else None
+            if tgt is not None and tgt.kind is _HARDLINK:
+                # link to a link: point at the original
+                target = tgt.linkname or target
+                tgt = entries.get(target)
+            content = tgt.content if tgt is not None and tgt.kind is _FILE else None
+            fsize = tgt.size if tgt is not None and tgt.kind is _FILE else m.size
+            if content is not None and spec is not None and fsize > spec.max_size:
+                content = None
+            entry = Entry(
+                path=path,
+                kind=_HARDLINK,
+                size=fsize,
+                mode=m.mode,
+                linkname=target,
+                layer=index,
+                content=content,
+                matched=spec is not None,
+                uid=m.uid,
+                gid=m.gid,
+                mtime=m.mtime,
+                history=spec.history if spec is not None else False,
+                analysis=tgt.analysis if tgt is not None and tgt.kind is _FILE else None,
+            )
+        else:
+            # dirs, symlinks, devices / fifos: always kept (links resolve through them)
+            entry = Entry(
+                path=path,
+                kind=kind,
+                size=0,
+                mode=m.mode,
+                linkname=m.linkname if kind is _SYMLINK else None,
+                layer=index,
+                content=None,
+                matched=False,
+                uid=m.uid,
+                gid=m.gid,
+                mtime=m.mtime,
+            )
+        entries[path] = entry
+        if len(entries) > max_kept:
+            raise UnsafeArchiveError(
+                f"{name}: more than {max_kept} kept records (directories, links, matched files)"
+            )
+    return entries, whiteouts, opaque, shadow, count
+
+
 def read_layer(
     raw: BinaryIO,
     *,
@@ -218,129 +380,15 @@ def read_layer(
         threaded=threaded,
         on_raw=progress.advance,
     )
-    entries: dict[str, Entry] = {}
-    whiteouts: set[str] = set()
-    opaque: set[str] = set()
-    shadow = array("q")
-    shadow_add = shadow.append
-    max_kept = limits.max_kept_records
-    max_mem = limits.max_memory_content
-    match = matcher.match if matcher else None
-    # the matcher's combined regex rejects most paths without a Python-level call
-    rx = getattr(matcher, "_rx", None)
-    quick = rx.match if rx is not None and hasattr(rx, "match") else None
-    count = 0
     try:
-        for m in iter_tar(stream, limits=limits, name=name):
-            count += 1
-            path = normalize_path(m.name, name)
-            kind = m.kind
-            if WHITEOUT in path:
-                slash = path.rfind("/")
-                base = path[slash + 1 :]
-                if base.startswith(WHITEOUT):
-                    parent = path[:slash] or "/"
-                    if base == OPAQUE:
-                        opaque.add(parent)
-                    elif not base.startswith(".wh..wh."):
-                        target = base[4:]
-                        if target in ("", ".", ".."):
-                            raise UnsafeArchiveError(f"{name}: malformed whiteout {m.name!r}")
-                        whiteouts.add(parent.rstrip("/") + "/" + target)
-                    continue  # whiteouts are markers, not files
-            if kind is _FILE:
-                if match is None or (quick is not None and quick(path) is None):
-                    spec = None
-                else:
-                    spec = match(path)
-                if spec is None:
-                    shadow_add(hash(path))
-                    if entries:
-                        entries.pop(path, None)
-                    continue
-                content: ContentRef | None = None
-                analysis: dict[str, Any] | None = None
-                fsize = m.size
-                factories = spec.stream
-                if factories is not None and not m.sparse:
-                    # a stream analyzer sees every byte once, captured or not
-                    an = Analyzers(spec.analyzers)
-                    if fsize <= spec.max_size and fsize <= max_mem:
-                        data = m.read(fsize)
-                        content = ContentRef(data=data)
-                        an.feed(data)
-                    elif fsize <= spec.max_size:
-                        content = _spool_file(m, fsize, spool, limits, an)
-                    else:
-                        _analyze_member(m, fsize, an)
-                    analysis = an.close()
-                elif not m.sparse and fsize <= spec.max_size:
-                    if fsize <= max_mem:
-                        content = ContentRef(data=m.read(fsize))
-                    else:
-                        content = _spool_file(m, fsize, spool, limits)
-                entry = Entry(
-                    path=path,
-                    kind=_FILE,
-                    size=fsize,
-                    mode=m.mode,
-                    linkname=None,
-                    layer=index,
-                    content=content,
-                    matched=True,
-                    uid=m.uid,
-                    gid=m.gid,
-                    mtime=m.mtime,
-                    history=spec.history,
-                    analysis=analysis,
-                )
-            elif kind is _HARDLINK:
-                target = normalize_path(m.linkname, name, "hard link target")
-                tgt = entries.get(target)
-                spec = match(path) if match is not None else None
-                if tgt is not None and tgt.kind is _HARDLINK:
-                    # link to a link: point at the original
-                    target = tgt.linkname or target
-                    tgt = entries.get(target)
-                content = tgt.content if tgt is not None and tgt.kind is _FILE else None
-                fsize = tgt.size if tgt is not None and tgt.kind is _FILE else m.size
-                if content is not None and spec is not None and fsize > spec.max_size:
-                    content = None
-                entry = Entry(
-                    path=path,
-                    kind=_HARDLINK,
-                    size=fsize,
-                    mode=m.mode,
-                    linkname=target,
-                    layer=index,
-                    content=content,
-                    matched=spec is not None,
-                    uid=m.uid,
-                    gid=m.gid,
-                    mtime=m.mtime,
-                    history=spec.history if spec is not None else False,
-                    analysis=tgt.analysis if tgt is not None and tgt.kind is _FILE else None,
-                )
-            else:
-                # dirs, symlinks, devices / fifos: always kept (links resolve through them)
-                entry = Entry(
-                    path=path,
-                    kind=kind,
-                    size=0,
-                    mode=m.mode,
-                    linkname=m.linkname if kind is _SYMLINK else None,
-                    layer=index,
-                    content=None,
-                    matched=False,
-                    uid=m.uid,
-                    gid=m.gid,
-                    mtime=m.mtime,
-                )
-            entries[path] = entry
-            if len(entries) > max_kept:
-                raise UnsafeArchiveError(
-                    f"{name}: more than {max_kept} kept records (directories, links, matched files)"
-                )
+        entries, whiteouts, opaque, shadow, count = index_members(
+            iter_tar(stream, limits=limits, name=name),
+            index=index,
+            name=name,
+            matcher=matcher,
+            spool=spool,
+            limits=limits,
+        )
         # read to the end of the blob so the digests cover all of it
         stream.drain()
     finally:
