@@ -53,6 +53,7 @@ class SourceChoice(str, Enum):
     oci = "oci"
     dir = "dir"
     registry = "registry"
+    sif = "sif"
 
 
 class CdxVersion(str, Enum):
@@ -72,7 +73,7 @@ def scan(
             "-i",
             help="name:tag, name@sha256:... (the local Docker Engine if it has the image, else "
             "the registry), registry:REF, docker:REF, docker-archive:PATH, oci-archive:PATH, "
-            "oci:DIR[:TAG], dir:PATH, or a bare path.",
+            "oci:DIR[:TAG], dir:PATH, sif:PATH (Apptainer/Singularity), or a bare path.",
         ),
     ] = None,
     output: Annotated[

@@ -3,9 +3,9 @@
 ``resolve_source(reference)`` turns what the user typed into a ``Source``:
 
 * an explicit prefix: ``docker:REF``, ``registry:REF``, ``docker-archive:PATH[:NAME:TAG|:@N]``,
-  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH``;
-* a path to an existing file (a ``docker save`` or OCI archive, told apart by its
-  members) or directory (an OCI layout if it has ``oci-layout``, else a root filesystem);
+  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH``, ``sif:PATH``;
+* a path to an existing file (a SIF file, told apart by its magic; a ``docker save`` or
+  OCI archive, told apart by its members) or directory (an OCI layout if it has ``oci-layout``, else a root filesystem);
 * otherwise an image reference (``name[:tag][@sha256:...]``), looked up in this order:
   1. the local Docker Engine, when it is reachable and has the image;
   2. the registry the reference names (Docker Hub when it names none), pulled directly.
@@ -28,6 +28,7 @@ from .directory import DirectorySource
 from .engine import DockerEngineSource
 from .oci import OciLayoutSource
 from .registry import RegistryOptions, RegistrySource
+from .sif import SifSource, is_sif
 
 SOURCES: dict[str, type[Source]] = {
     "docker": DockerEngineSource,
@@ -36,6 +37,7 @@ SOURCES: dict[str, type[Source]] = {
     "oci": OciLayoutSource,
     "dir": DirectorySource,
     "registry": RegistrySource,
+    "sif": SifSource,
 }
 RESERVED: tuple[str, ...] = ()
 
@@ -45,7 +47,10 @@ _DOCKER_REF = re.compile(
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 
-_HINT = "Pass registry:REF, docker-archive:PATH, oci-archive:PATH, oci:DIR[:TAG] or dir:PATH"
+_HINT = (
+    "Pass registry:REF, docker-archive:PATH, oci-archive:PATH, oci:DIR[:TAG], dir:PATH "
+    "or sif:PATH"
+)
 
 
 def _explicit(
@@ -80,6 +85,8 @@ def resolve_source(
         return _explicit(scheme, reference, rest, registry)
 
     if os.path.isfile(reference):
+        if is_sif(reference):
+            return SifSource(reference, reference)
         kind = sniff_archive(reference, Limits())
         if kind == "docker-archive":
             return DockerArchiveSource(reference, reference)
@@ -130,6 +137,7 @@ __all__ = [
     "ReadContext",
     "RegistryOptions",
     "RegistrySource",
+    "SifSource",
     "Source",
     "SourceResult",
     "resolve_source",
