@@ -145,6 +145,12 @@ def test_triton_compares_container_release() -> None:
     c.properties["container-release"] = "25.07"
     assert _status(c, "CVE-2025-23310") is None
     del c.properties["container-release"]
+    # no label: the server version decides through NVIDIA's release table
+    # (r25.05/TRITON_VERSION of triton-inference-server/server is 2.58.0)
+    assert _status(c, "CVE-2025-23310") == ("affected", "25.07")
+    c.version = "2.59.1"  # r25.07: the fixed release
+    assert _status(c, "CVE-2025-23310") is None
+    c.version = "2.99.0dev"  # not a release of the table: undecidable
     assert _status(c, "CVE-2025-23310")[0] == "review"
 
 

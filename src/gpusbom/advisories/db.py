@@ -40,49 +40,41 @@ __all__ = [
     "AdvisoryError",
     "load_active",
     "load_bundled",
-    "selectors",
     "load_directory",
+    "selectors",
     "validate_record",
 ]
 
-#: target id -> selectors. A selector matches a component by package
-#: (``ecosystem`` + ``name``) or by GPU product (``stack`` [+ ``product``]).
-TARGETS: dict[str, list[dict[str, str]]] = {
-    # every user-space driver library the nvidia-driver collector reports, including
-    # the cuda-compat forward-compat libraries of an image: their version is the driver's
-    "nvidia-driver": [{"stack": "nvidia-driver"}],
-    "nvidia-container-toolkit": [
-        {"stack": "nvidia-container-toolkit", "product": "nvidia-container-toolkit"},
-        {"stack": "nvidia-container-toolkit", "product": "libnvidia-container"},
-        {"ecosystem": "golang", "name": "github.com/nvidia/nvidia-container-toolkit"},
-    ],
-    "nvidia-gpu-operator": [],
-    "nvidia-vgpu-manager": [],
-    # the toolkit release, and its components (their versions are translated to the
-    # release by cuda_releases.release_of when no toolkit root was found beside them)
-    "cuda-toolkit": [{"stack": "cuda", "product": "cuda-toolkit"}] + [
-        {"stack": "cuda", "product": p, "via": "cuda-release"}
-        for p in ("cublas", "cudart", "cufft", "cupti", "curand", "cusolver", "cusparse",
-                  "nvcc", "nvjitlink", "nvrtc")
-    ],
-    "triton-inference-server": [
-        {"stack": "triton-inference-server", "product": "triton-inference-server"}
-    ],
-    "torch": [{"ecosystem": "pypi", "name": "torch"}, {"stack": "pytorch", "product": "torch"}],
-    "level-zero": [
-        {"stack": "level-zero", "product": "level-zero-loader"},
-        {"stack": "intel-gpu", "product": "level-zero-gpu-driver"},
-    ],
-    "intel-graphics-driver": [{"stack": "intel-gpu", "product": "intel-compute-runtime"}],
-    "intel-dpcpp-compiler": [{"stack": "oneapi", "product": "dpcpp-compiler"}],
-    "intel-onemkl": [{"stack": "oneapi", "product": "mkl"}],
-    "intel-data-center-gpu-driver-esxi": [],
-    "intel-data-center-gpu-windows-driver": [],
-    "intel-graphics-windows-driver": [],
-    "intel-data-center-gpu-max-firmware": [],
-    "amdgpu-linux-driver": [{"stack": "amdgpu", "product": "amdgpu"}],
-    "amd-hip-sdk-windows": [],
-}
+#: CUDA components judged as the toolkit release they ship with (``cuda_releases``)
+_CUDA_RELEASE_COMPONENTS = ("cublas", "cudart", "cufft", "cupti", "curand", "cusolver",
+                            "cusparse", "nvcc", "nvjitlink", "nvrtc")
+
+
+def _targets() -> dict[str, list[dict[str, str]]]:
+    """target id -> selectors, one target per row of the product-identity catalog
+    (``gpusbom.catalog``). A selector matches a component by package (``ecosystem`` +
+    ``name``), by GPU product (``stack`` [+ ``product``]) or by any name the catalog row
+    lists (``catalog``: deb/rpm/wheel/conda/generic purl/CPE)."""
+    from .. import catalog
+
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in catalog.products():
+        sels: list[dict[str, str]] = []
+        for c in row.collector:
+            stack, _, product = c.rpartition("/")
+            stack = stack or row.stack
+            sels.append({"stack": stack} if product == "*" else {"stack": stack, "product": product})
+        if row.id == "cuda-toolkit":
+            # the toolkit's components, translated to the release by cuda_releases.release_of
+            # when no toolkit root was found beside them
+            sels += [{"stack": "cuda", "product": p, "via": "cuda-release"}
+                     for p in _CUDA_RELEASE_COMPONENTS]
+        sels.append({"catalog": row.id})
+        out[row.id] = sels
+    return out
+
+
+TARGETS: dict[str, list[dict[str, str]]] = _targets()
 
 #: package ecosystems a ``pkg:<type>/...`` target may name (purl types, as ``Component.ecosystem``)
 PACKAGE_TYPES = ("pypi", "deb", "rpm", "apk", "golang", "npm", "cargo", "conda", "maven", "gem")

@@ -29,12 +29,14 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as _Pep
 
-from ..model import AdvisoryMatch, Component, Finding
-from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
+from .. import catalog
+from ..model import AdvisoryMatch, Component, Finding, Product
 from .cuda_releases import ReleaseGuess, release_of
+from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
+from .triton_releases import container_of
 from .versions import InvalidVersion, Range, parse
 
-__all__ = ["match", "severity_of", "SEVERITY_ORDER"]
+__all__ = ["SEVERITY_ORDER", "match", "severity_of"]
 
 SEVERITY_ORDER = ("critical", "high", "medium", "low", "none", "unknown")
 _METADATA_METHODS = {"env", "label"}
@@ -75,7 +77,9 @@ def _build_index(db: AdvisoryDB) -> _Index:
                 except KeyError:
                     sels = []
                 for sel in sels:
-                    if "source" in sel:
+                    if "catalog" in sel:
+                        key = ("catalog", "*", sel["catalog"])
+                    elif "source" in sel:
                         key = ("src", sel["ecosystem"], _norm(sel["source"]))
                     elif "ecosystem" in sel:
                         key = ("pkg", sel["ecosystem"], _norm(sel["name"]))
@@ -117,6 +121,33 @@ def _identities(c: Component) -> list[tuple[tuple[str, str, str], str | None, bo
         version = p.version or c.properties.get("product-version") or c.version
         out.append((("stack", p.stack, p.name), version, True))
         out.append((("stack", p.stack, "*"), version, True))
+    out.extend(_catalog_identities(c, products, stack))
+    return out
+
+
+def _catalog_identities(
+    c: Component, products: list[Product], stack: str | None
+) -> list[tuple[tuple[str, str, str], str | None, bool]]:
+    """Every catalog row the component's names (package name, purl, CPE) select, unless a
+    collector product of the component already stands for that row (its version, read
+    from files, is the better one)."""
+    rows = list(catalog.by_purl(c.purl)) if c.purl else []
+    if c.ecosystem and c.ecosystem != "generic":
+        rows += catalog.by_package(c.ecosystem, c.name)
+    if c.cpe:
+        rows += catalog.by_cpe(c.cpe)
+    if not rows:
+        return []
+    covered = {r.id for p in products for r in catalog.by_collector(p.stack, p.name)}
+    if stack and not products:
+        covered.update(r.id for r in catalog.by_collector(stack, c.properties.get("product") or c.name))
+    out: list[tuple[tuple[str, str, str], str | None, bool]] = []
+    for row in dict.fromkeys(rows):
+        if row.id in covered:
+            continue
+        version = (catalog.product_version(row, c.ecosystem, c.version)
+                   or c.properties.get("product-version"))
+        out.append((("catalog", "*", row.id), version, True))
     return out
 
 
@@ -199,6 +230,13 @@ def _judge(
         results.extend(_judge_driver(driver, version))
     for e in other:
         v = c.properties.get(e.version_of) if e.version_of else version
+        via = ""
+        if not v and e.version_of == "container-release" and version:
+            rel = container_of(version)
+            if rel is not None:
+                # rule triton-release-table: the server version decides the NGC release
+                v, via = rel.container, (f"server {version} is NGC release {rel.container} "
+                                         f"({rel.source}); ")
         if not v:
             what = e.version_of or "version"
             results.append(("review", None, f"{what} unknown; vendor range needs it"))
@@ -210,7 +248,7 @@ def _judge(
             continue
         if hit:
             fix = _next_fix(e, v)
-            reason = f"{v} in vendor range {_describe(e)}"
+            reason = f"{via}{v} in vendor range {_describe(e)}"
             if e.scheme == "pep440" and fix and _ngc_prerelease_of(v, fix):
                 results.append(
                     ("review", fix, f"{v} is a pre-release build of the fixed release {fix}; "
@@ -402,7 +440,7 @@ def match(
                             status=status,
                             product=target,
                             installed_version=(
-                                c.properties.get(entries[0].version_of)
+                                (c.properties.get(entries[0].version_of) or version)
                                 if entries and entries[0].version_of else version
                             ),
                             fixed_version=fixed,

@@ -1,0 +1,319 @@
+"""The product-identity catalog: every name a GPU-stack product goes by, in one data table.
+
+The table is ``products.yaml`` beside this module (package data). One row per product::
+
+    - id: cuda-toolkit            # gpusbom's product id (advisory target, stack summary key)
+      vendor: NVIDIA
+      stack: cuda                 # the collectors' stack id
+      name: NVIDIA CUDA Toolkit   # display name
+      scheme: semver              # version scheme advisories use (advisories.versions.SCHEMES)
+      version_rule: upstream      # package version -> product version: upstream (strip
+                                  # epoch/revision) | leading-numeric (550.127.05 of
+                                  # 550.127.05-0ubuntu1) | as-is (default)
+      collector: [cuda-toolkit]   # product ids the collectors emit under `stack` ("*": any)
+      deb: [REGEX, ...]           # package names, full-match, case-insensitive; also
+      rpm: [...]                  # pypi (canonicalised), conda, golang
+      pypi: [...]
+      conda: [...]
+      golang: [...]
+      generic: [...]              # pkg:generic names as "namespace/name" or "name"
+      cpe: ["nvidia:cuda_toolkit"]          # CPE 2.3 vendor:product (literal)
+      vendor_strings: [REGEX, ...]          # CSAF / CVE product strings (re.search)
+      platforms: [windows]        # only for products that never run on Linux
+      parts: [cuobjdump, ...]     # tools/libraries inside the product a CVE may name
+      part_of: ID                 # a row that is a component of another product
+      libraries: [libcuda, ...]   # library stems/sonames (binary classifiers, #16)
+      version_sources: [...]      # where collectors read the version (free-form rows)
+
+Unknown keys are kept in ``Product.extra`` so that other modules (binary classifiers,
+collectors) can add fields without a schema change here.
+
+API::
+
+    from gpusbom import catalog
+    catalog.products()                         # every row, in file order
+    catalog.get("tensorrt")                    # one row (KeyError when unknown)
+    catalog.by_package("deb", "cuda-toolkit-12-6")   # rows whose deb names match
+    catalog.by_purl("pkg:generic/nvidia/libcuda@550.54.15")
+    catalog.by_cpe("cpe:2.3:a:nvidia:cuda_toolkit:12.4:*:*:*:*:*:*:*")
+    catalog.by_vendor_string("NVIDIA TensorRT-LLM", vendor="NVIDIA")  # first match
+    catalog.by_collector("cuda", "cuda-toolkit")     # rows a collector product belongs to
+    catalog.product_version(row, "deb", "12.6.3-1")  # "12.6.3"
+
+Lookups are cached; the table is read once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "PACKAGE_KEYS",
+    "CatalogError",
+    "Product",
+    "by_collector",
+    "by_cpe",
+    "by_package",
+    "by_purl",
+    "by_vendor_string",
+    "get",
+    "normalise_name",
+    "product_version",
+    "products",
+]
+
+#: row keys that list package names, by gpusbom ecosystem (``Component.ecosystem``)
+PACKAGE_KEYS = ("deb", "rpm", "pypi", "conda", "golang", "generic")
+_LIST_KEYS = (*PACKAGE_KEYS, "cpe", "vendor_strings", "collector", "platforms", "parts",
+              "libraries", "version_sources")
+_SCALAR_KEYS = ("id", "vendor", "stack", "name", "scheme", "version_rule", "part_of")
+_VERSION_RULES = ("as-is", "upstream", "leading-numeric")
+_ID = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
+
+
+class CatalogError(ValueError):
+    """The catalog table is malformed (a packaging bug: tests load it)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Product:
+    """One catalog row (see the module docstring for the fields). Rows compare and hash
+    by identity: the table holds each once."""
+
+    id: str
+    vendor: str
+    stack: str
+    name: str
+    scheme: str | None = None
+    version_rule: str = "as-is"
+    collector: tuple[str, ...] = ()
+    names: Mapping[str, tuple[re.Pattern[str], ...]] = field(default_factory=dict)
+    cpe: tuple[str, ...] = ()
+    vendor_strings: tuple[re.Pattern[str], ...] = ()
+    platforms: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
+    part_of: str | None = None
+    libraries: tuple[str, ...] = ()
+    version_sources: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def linux(self) -> bool:
+        """Whether the product can be found on a Linux target (no ``platforms`` = yes)."""
+        return not self.platforms or "linux" in self.platforms
+
+    def matches(self, ecosystem: str, name: str) -> bool:
+        n = normalise_name(ecosystem, name)
+        return any(rx.fullmatch(n) for rx in self.names.get(ecosystem, ()))
+
+
+def normalise_name(ecosystem: str, name: str) -> str:
+    """The form name patterns are matched against: lower case; PyPI/conda canonical."""
+    n = name.strip().lower()
+    if ecosystem in ("pypi",):
+        n = re.sub(r"[-_.]+", "-", n)
+    return n
+
+
+def _compile(row: dict[str, Any], key: str, where: str) -> tuple[re.Pattern[str], ...]:
+    out = []
+    for pat in row.get(key) or ():
+        if not isinstance(pat, str):
+            raise CatalogError(f"{where}: {key} entries must be strings")
+        try:
+            out.append(re.compile(pat, re.IGNORECASE))
+        except re.error as exc:
+            raise CatalogError(f"{where}: {key} {pat!r}: {exc}") from None
+    return tuple(out)
+
+
+def _row(row: Any, n: int) -> Product:
+    if not isinstance(row, dict):
+        raise CatalogError(f"row {n}: not a mapping")
+    where = f"row {n} ({row.get('id', '?')})"
+    for k in ("id", "vendor", "stack", "name"):
+        if not isinstance(row.get(k), str) or not row[k]:
+            raise CatalogError(f"{where}: missing {k!r}")
+    if not _ID.match(row["id"]):
+        raise CatalogError(f"{where}: id must be lower-case [a-z0-9.+-]")
+    rule = row.get("version_rule", "as-is")
+    if rule not in _VERSION_RULES:
+        raise CatalogError(f"{where}: version_rule must be one of {_VERSION_RULES}")
+    for k in _LIST_KEYS:
+        v = row.get(k)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise CatalogError(f"{where}: {k} must be a list of strings")
+    names = {k: _compile(row, k, where) for k in PACKAGE_KEYS if row.get(k)}
+    extra = {k: v for k, v in row.items() if k not in (*_LIST_KEYS, *_SCALAR_KEYS)}
+    return Product(
+        id=row["id"],
+        vendor=row["vendor"],
+        stack=row["stack"],
+        name=row["name"],
+        scheme=row.get("scheme"),
+        version_rule=rule,
+        collector=tuple(row.get("collector") or ()),
+        names=names,
+        cpe=tuple(c.lower() for c in row.get("cpe") or ()),
+        vendor_strings=_compile(row, "vendor_strings", where),
+        platforms=tuple(p.lower() for p in row.get("platforms") or ()),
+        parts=tuple(row.get("parts") or ()),
+        part_of=row.get("part_of"),
+        libraries=tuple(row.get("libraries") or ()),
+        version_sources=tuple(row.get("version_sources") or ()),
+        extra=extra,
+    )
+
+
+def load_text(text: str) -> tuple[Product, ...]:
+    """Rows from YAML text (tests and tools; the shipped table is ``products()``)."""
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(data, list):
+        raise CatalogError("catalog: top level must be a list of rows")
+    rows = tuple(_row(r, i) for i, r in enumerate(data, 1))
+    ids = [r.id for r in rows]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise CatalogError(f"catalog: duplicate ids {', '.join(dup)}")
+    known = set(ids)
+    for r in rows:
+        if r.part_of is not None and r.part_of not in known:
+            raise CatalogError(f"catalog: {r.id}: part_of names unknown product {r.part_of!r}")
+    return rows
+
+
+@functools.lru_cache(maxsize=1)
+def products() -> tuple[Product, ...]:
+    """Every row of the shipped table, in file order."""
+    text = resources.files(__name__).joinpath("products.yaml").read_text(encoding="utf-8")
+    return load_text(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _by_id() -> dict[str, Product]:
+    return {r.id: r for r in products()}
+
+
+def get(product_id: str) -> Product:
+    """The row with that id; ``KeyError`` when unknown."""
+    return _by_id()[product_id]
+
+
+def ids() -> tuple[str, ...]:
+    return tuple(_by_id())
+
+
+@functools.lru_cache(maxsize=65536)
+def by_package(ecosystem: str | None, name: str) -> tuple[Product, ...]:
+    """Rows whose ``ecosystem`` name patterns match ``name`` (file order)."""
+    if not ecosystem or not name:
+        return ()
+    n = normalise_name(ecosystem, name)
+    return tuple(r for r in products() if any(rx.fullmatch(n) for rx in r.names.get(ecosystem, ())))
+
+
+def by_purl(purl: str | None) -> tuple[Product, ...]:
+    """Rows a purl names: its type's patterns on ``name`` (golang: ``namespace/name``;
+    generic: ``namespace/name`` and ``name``)."""
+    if not purl or not purl.startswith("pkg:"):
+        return ()
+    from packageurl import PackageURL
+
+    try:
+        p = PackageURL.from_string(purl)
+    except ValueError:
+        return ()
+    eco = p.type.lower()
+    if eco == "golang":
+        return by_package("golang", f"{p.namespace}/{p.name}" if p.namespace else p.name)
+    if eco == "generic":
+        hits = by_package("generic", f"{p.namespace}/{p.name}") if p.namespace else ()
+        return hits or by_package("generic", p.name)
+    return by_package(eco, p.name)
+
+
+def _cpe_key(cpe: str) -> str | None:
+    if cpe.startswith("cpe:2.3:"):
+        parts = re.split(r"(?<!\\):", cpe)
+        if len(parts) >= 5:
+            return f"{parts[3]}:{parts[4]}".replace("\\", "").lower()
+    elif cpe.startswith("cpe:/"):
+        parts = cpe[5:].split(":")
+        if len(parts) >= 3:
+            return f"{parts[1]}:{parts[2]}".lower()
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _cpe_index() -> dict[str, tuple[Product, ...]]:
+    out: dict[str, list[Product]] = {}
+    for r in products():
+        for c in r.cpe:
+            out.setdefault(c, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def by_cpe(cpe: str | None) -> tuple[Product, ...]:
+    """Rows whose CPE ``vendor:product`` the CPE (2.3 formatted string or 2.2 URI) names."""
+    key = _cpe_key(cpe) if cpe else None
+    return _cpe_index().get(key, ()) if key else ()
+
+
+@functools.lru_cache(maxsize=4096)
+def by_vendor_string(text: str, vendor: str | None = None) -> Product | None:
+    """The first row (file order) whose ``vendor_strings`` match a CSAF/CVE product string;
+    ``vendor`` (``NVIDIA``/``Intel``/``AMD``, case-insensitive) restricts the rows."""
+    s = " ".join(text.split())
+    for r in products():
+        if vendor and r.vendor.lower() != vendor.lower():
+            continue
+        if any(rx.search(s) for rx in r.vendor_strings):
+            return r
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _collector_index() -> dict[tuple[str, str], tuple[Product, ...]]:
+    out: dict[tuple[str, str], list[Product]] = {}
+    for r in products():
+        for c in r.collector:
+            out.setdefault((r.stack, c), []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def by_collector(stack: str, product: str | None) -> tuple[Product, ...]:
+    """Rows a collector's (stack, product) belongs to (exact product first, then ``*``)."""
+    idx = _collector_index()
+    return idx.get((stack, product or ""), ()) + idx.get((stack, "*"), ())
+
+
+_EPOCH = re.compile(r"^\d+:")
+_REVISION = re.compile(r"-[A-Za-z0-9.+~_]+$")
+_REPACK = re.compile(r"[+~](?:dfsg|ds|repack)\d*$")
+_LEADING = re.compile(r"^(\d+(?:\.\d+)+)")
+
+
+def product_version(row: Product, ecosystem: str | None, version: str | None) -> str | None:
+    """The product's version from a package version, by the row's ``version_rule``:
+    ``upstream`` drops a distro epoch and revision (``1:12.6.3-1`` -> ``12.6.3``),
+    ``leading-numeric`` keeps the leading dotted number (``550.127.05-0ubuntu1~24.04``
+    -> ``550.127.05``)."""
+    if not version:
+        return None
+    v = version
+    if ecosystem in ("deb", "rpm", "apk") and row.version_rule in ("upstream", "leading-numeric"):
+        v = _EPOCH.sub("", v)
+        if "-" in v:
+            v = _REVISION.sub("", v)
+        v = _REPACK.sub("", v)
+    if row.version_rule == "leading-numeric":
+        m = _LEADING.match(v)
+        v = m.group(1) if m else v
+    return v or None

@@ -1,0 +1,145 @@
+"""The product-identity catalog: the table loads, and every name form of a product reaches
+the same advisory verdict (bundled records: NVIDIA CSAF 5594, 5687 and 5747, INTEL-SA-01072).
+
+The package names are the ones the vendors' repositories publish: NVIDIA's CUDA repository
+metapackage ``cuda-toolkit-12-4`` (developer.download.nvidia.com/compute/cuda/repos/
+ubuntu2204/x86_64/), Intel's oneAPI APT repository ``intel-oneapi-mkl-2024.0``
+(apt.repos.intel.com/oneapi), PyPI ``tritonserver``, ``tensorrt-cu12``, ``tensorrt-llm``."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusbom import catalog
+from gpusbom.advisories.db import TARGETS, load_bundled
+from gpusbom.advisories.matcher import match
+from gpusbom.model import Component, Evidence
+
+DB = load_bundled()
+
+
+def _verdicts(c: Component) -> dict[str, tuple[str, str | None]]:
+    out = {}
+    for f in match([c], DB):
+        assert f.advisory is not None
+        out[f.id] = (f.advisory.status, f.advisory.fixed_version)
+    return out
+
+
+def _pkg(eco: str, name: str, version: str, purl: str | None = None, cpe: str | None = None) -> Component:
+    path = "/var/lib/dpkg/status" if eco == "deb" else None
+    return Component(name=name, version=version, ecosystem=eco, purl=purl, cpe=cpe,
+                     evidence=[Evidence("dpkg" if eco == "deb" else eco, "package-db", path)],
+                     bom_ref=f"{eco}:{name}@{version}")
+
+
+def test_table_loads_and_every_row_is_a_target() -> None:
+    rows = catalog.products()
+    assert len({r.id for r in rows}) == len(rows) >= 30
+    assert set(TARGETS) == {r.id for r in rows}
+    for r in rows:
+        assert r.vendor and r.stack and r.name
+        assert r.names or r.vendor_strings or r.collector, r.id
+
+
+def test_malformed_table_is_one_clear_error() -> None:
+    with pytest.raises(catalog.CatalogError, match="row 1 .*missing 'stack'"):
+        catalog.load_text("- {id: x, vendor: V, name: N}\n")
+    with pytest.raises(catalog.CatalogError, match="deb"):
+        catalog.load_text("- {id: x, vendor: V, stack: s, name: N, deb: ['(']}\n")
+    with pytest.raises(catalog.CatalogError, match="duplicate"):
+        catalog.load_text("- {id: x, vendor: V, stack: s, name: N}\n" * 2)
+
+
+@pytest.mark.parametrize(("eco", "name", "want"), [
+    ("deb", "cuda-toolkit-12-4", "cuda-toolkit"),
+    ("rpm", "cuda-toolkit-12-4", "cuda-toolkit"),
+    ("deb", "nvidia-cuda-toolkit", "cuda-toolkit"),
+    ("deb", "intel-oneapi-mkl-2024.0", "intel-onemkl"),
+    ("deb", "intel-oneapi-compiler-dpcpp-cpp-2024.2", "intel-dpcpp-compiler"),
+    ("pypi", "mkl", "intel-onemkl"),
+    ("pypi", "tritonserver", "triton-inference-server"),
+    ("pypi", "tensorrt_cu12", "tensorrt"),
+    ("deb", "libnvinfer10", "tensorrt"),
+    ("pypi", "tensorrt-llm", "tensorrt-llm"),
+    ("deb", "libnvidia-compute-550-server", "nvidia-driver"),
+    ("rpm", "kmod-nvidia-open-dkms", "nvidia-driver"),
+    ("deb", "nvidia-container-toolkit-base", "nvidia-container-toolkit"),
+    ("deb", "amdgpu-dkms", "amdgpu-linux-driver"),
+    ("deb", "rocm-core", "rocm"),
+])
+def test_package_names(eco: str, name: str, want: str) -> None:
+    assert [r.id for r in catalog.by_package(eco, name)] == [want]
+
+
+def test_unrelated_names_select_nothing() -> None:
+    for eco, name in [("deb", "libc6"), ("pypi", "apex"), ("pypi", "triton"), ("deb", "cudf")]:
+        assert catalog.by_package(eco, name) == (), name
+
+
+def test_purls_cpes_and_vendor_strings() -> None:
+    assert [r.id for r in catalog.by_purl("pkg:generic/nvidia/libcuda@550.54.15")] == ["nvidia-driver"]
+    assert [r.id for r in catalog.by_purl("pkg:generic/nvidia-driver@550.54.15")] == ["nvidia-driver"]
+    assert [r.id for r in catalog.by_purl(
+        "pkg:golang/github.com/NVIDIA/nvidia-container-toolkit@v1.16.1")] == ["nvidia-container-toolkit"]
+    assert [r.id for r in catalog.by_cpe("cpe:2.3:a:nvidia:cuda_toolkit:12.4:*:*:*:*:*:*:*")] == [
+        "cuda-toolkit"]
+    assert [r.id for r in catalog.by_cpe(
+        "cpe:2.3:a:intel:oneapi_dpc\\+\\+\\/c\\+\\+_compiler:2024.2:*:*:*:*:*:*:*")] == [
+        "intel-dpcpp-compiler"]
+    # vendor product strings as CSAF / CVE records write them; specific rows first
+    for text, vendor, want in [
+        ("NVIDIA TensorRT-LLM", "NVIDIA", "tensorrt-llm"),
+        ("TensorRT", "NVIDIA", "tensorrt"),
+        ("NVIDIA Triton Inference Server", "NVIDIA", "triton-inference-server"),
+        ("Intel(R) Data Center Graphics Driver for VMware ESXi", "Intel", "intel-data-center-gpu-driver-esxi"),
+        ("Intel(R) oneAPI Math Kernel Library", "Intel", "intel-onemkl"),
+        ("AMD Radeon Software for Linux", "AMD", "amdgpu-linux-driver"),
+    ]:
+        row = catalog.by_vendor_string(text, vendor)
+        assert row is not None and row.id == want, text
+    assert not catalog.get("intel-data-center-gpu-driver-esxi").linux
+
+
+def test_versions_of_packages() -> None:
+    assert catalog.product_version(catalog.get("cuda-toolkit"), "deb", "12.4.1-1") == "12.4.1"
+    assert catalog.product_version(
+        catalog.get("nvidia-driver"), "deb", "550.127.05-0ubuntu0.24.04.1") == "550.127.05"
+    assert catalog.product_version(catalog.get("intel-onemkl"), "deb", "2024.0.0-49656") == "2024.0.0"
+
+
+# -- the misses, matched now ----------------------------------------------------------
+
+
+def test_cuda_toolkit_metapackage_deb() -> None:
+    # NVIDIA-5594 CVE-2024-53870: "All versions up to CUDA Toolkit 12.8" (fixed 12.8)
+    got = _verdicts(_pkg("deb", "cuda-toolkit-12-4", "12.4.1-1"))
+    assert got["CVE-2024-53870"] == ("affected", "12.8")
+    assert "CVE-2024-53870" not in _verdicts(_pkg("deb", "cuda-toolkit-12-8", "12.8.0-1"))
+
+
+def test_intel_oneapi_deb_matches_like_the_wheel() -> None:
+    # INTEL-SA-01072 CVE-2024-21766: oneMKL before 2024.1
+    deb = _verdicts(_pkg("deb", "intel-oneapi-mkl-2024.0", "2024.0.0-49656"))
+    wheel = _verdicts(_pkg("pypi", "mkl", "2024.0.0"))
+    assert deb["CVE-2024-21766"] == wheel["CVE-2024-21766"] == ("affected", "2024.1")
+    assert "CVE-2024-21766" not in _verdicts(_pkg("deb", "intel-oneapi-mkl-2024.1", "2024.1.0-691"))
+
+
+def test_generic_driver_purl_from_another_tool() -> None:
+    # NVIDIA-5747 CVE-2025-33219: R570 fixed in 570.211.01
+    c = _pkg("generic", "libcuda", "570.195.03", purl="pkg:generic/nvidia/libcuda@570.195.03")
+    c.evidence = [Evidence("cyclonedx", "sbom", None, None, "declared in other.cdx.json")]
+    assert _verdicts(c)["CVE-2025-33219"] == ("affected", "570.211.01")
+    c2 = _pkg("generic", "nvidia-driver", "570.211.01", purl="pkg:generic/nvidia-driver@570.211.01")
+    assert "CVE-2025-33219" not in _verdicts(c2)
+
+
+def test_pypi_tritonserver_server_version() -> None:
+    # NVIDIA-5687 CVE-2025-23310: "All versions prior to 25.07"; r25.05 is server 2.58.0
+    got = match([_pkg("pypi", "tritonserver", "2.58.0")], DB)
+    f = next(f for f in got if f.id == "CVE-2025-23310")
+    assert f.advisory is not None
+    assert (f.advisory.status, f.advisory.fixed_version) == ("affected", "25.07")
+    assert "server 2.58.0 is NGC release 25.05" in f.advisory.reason
+    assert "CVE-2025-23310" not in _verdicts(_pkg("pypi", "tritonserver", "2.59.1"))
