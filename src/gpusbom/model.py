@@ -203,9 +203,17 @@ class Target:
     os_release: dict[str, str] = field(default_factory=dict)
     layers: list[LayerRef] = field(default_factory=list)
     created: str | None = None
+    #: hosts: first 16 hex of sha256(/etc/machine-id) (identity.machine_id_hash)
+    host_id: str | None = None
+    #: input SBOMs: the purl of the subject the SBOM describes (``pkg:oci``, ``pkg:container``)
+    subject_purl: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d: dict[str, Any] = asdict(self)
+        for key in ("host_id", "subject_purl"):  # absent unless set: scans serialise as before
+            if d[key] is None:
+                del d[key]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Target:
@@ -413,7 +421,10 @@ class ScanResult:
         return None
 
     def root_ref(self) -> str:
-        return "target:" + (self.target.manifest_digest or self.target.image_id or self.target.reference)
+        """The bom-ref of the scanned target (see :mod:`gpusbom.identity`)."""
+        from .identity import target_identity
+
+        return target_identity(self.target).root_ref
 
     def probes_for(self, ref: str) -> list[ProbeResult]:
         """Probe results attached to the component ``ref``, in a stable order."""

@@ -95,11 +95,19 @@ def test_header_is_deterministic(bom: dict) -> None:
 def test_metadata_component_is_the_image(bom: dict) -> None:
     mc = bom["metadata"]["component"]
     assert mc["type"] == "container"
-    assert mc["name"] == "nvcr.io/nvidia/cuda"
-    assert mc["version"] == "12.4.1-runtime-debian12"
-    assert mc["bom-ref"] == "target:" + helpers.MANIFEST_DIGEST
-    assert mc["purl"].startswith("pkg:oci/cuda@sha256%3A") or mc["purl"].startswith("pkg:oci/cuda@sha256:")
+    # purl-spec oci: last repository segment, manifest digest, repository_url with the host
+    assert mc["name"] == "cuda"
+    assert mc["version"] == helpers.MANIFEST_DIGEST
+    # the root is anchored to the image ID, the digest every source form of an image shares
+    assert mc["bom-ref"] == "target:" + helpers.IMAGE_ID
+    assert mc["purl"] == (
+        "pkg:oci/cuda@sha256:" + "9e" * 32
+        + "?arch=amd64&repository_url=nvcr.io/nvidia/cuda&tag=12.4.1-runtime-debian12"
+    )
     p = _props(mc)
+    assert p["gpusbom:image:tag"] == ["12.4.1-runtime-debian12"]
+    assert p["gpusbom:image:repository"] == ["nvcr.io/nvidia/cuda"]
+    assert p["gpusbom:image:version-digest"] == ["manifest"]
     assert p["gpusbom:image:digest"] == [helpers.MANIFEST_DIGEST]
     assert p["gpusbom:image:id"] == [helpers.IMAGE_ID]
     assert p["gpusbom:image:platform"] == ["linux/amd64"]

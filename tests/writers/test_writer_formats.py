@@ -34,6 +34,8 @@ VARIANTS = [
     ("cyclonedx-json-1.5", "cyclonedx-json", WriterOptions(cyclonedx_version="1.5")),
     ("cyclonedx-xml", "cyclonedx-xml", WriterOptions()),
     ("cyclonedx-xml-1.5", "cyclonedx-xml", WriterOptions(cyclonedx_version="1.5")),
+    ("cyclonedx-json-1.7", "cyclonedx-json", WriterOptions(cyclonedx_version="1.7")),
+    ("cyclonedx-xml-1.7", "cyclonedx-xml", WriterOptions(cyclonedx_version="1.7")),
     ("spdx-json", "spdx-json", WriterOptions()),
     ("spdx-tag-value", "spdx-tag-value", WriterOptions()),
 ]

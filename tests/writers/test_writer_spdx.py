@@ -53,15 +53,24 @@ def doc(request: pytest.FixtureRequest) -> Document:
     return parse(request.param, render(request.param))
 
 
+def _root(doc: Document):
+    (sid,) = [r.related_spdx_element_id for r in doc.relationships
+              if r.spdx_element_id == "SPDXRef-DOCUMENT"]
+    (p,) = [p for p in doc.packages if p.spdx_id == sid]
+    return p
+
+
 def _pkg(doc: Document, name: str):
-    (p,) = [p for p in doc.packages if p.name == name]
+    (p,) = [p for p in doc.packages if p.name == name and p is not _root(doc)]
     return p
 
 
 def test_document_header(doc: Document) -> None:
     ci = doc.creation_info
     assert ci.spdx_version == "SPDX-2.3"
-    assert ci.document_namespace.startswith("https://gpusbom.dev/spdx/nvcr.io-nvidia-cuda-")
+    # built from the image identity: NAME@MANIFEST-DIGEST, a namespace under image/NAME
+    assert ci.name == "cuda@" + helpers.MANIFEST_DIGEST
+    assert ci.document_namespace.startswith("https://gpusbom.dev/spdx/image/cuda-")
     assert ci.created.isoformat().startswith("2024-05-01T00:00:00")
     assert [c.name for c in ci.creators] == ["gpusbom-0.1.0"]
     assert "gpusbom:unknown:1=python: METADATA is not valid UTF-8" in ci.document_comment
@@ -69,9 +78,13 @@ def test_document_header(doc: Document) -> None:
 
 
 def test_root_and_relationships(doc: Document) -> None:
-    root = _pkg(doc, "nvcr.io/nvidia/cuda")
+    root = _root(doc)
+    assert root.name == "cuda"
     assert root.primary_package_purpose.name == "CONTAINER"
-    assert root.version == "12.4.1-runtime-debian12"
+    assert root.version == helpers.MANIFEST_DIGEST
+    assert [(r.category.name, r.locator) for r in root.external_references] == [(
+        "PACKAGE_MANAGER", "pkg:oci/cuda@sha256:" + "9e" * 32
+        + "?arch=amd64&repository_url=nvcr.io/nvidia/cuda&tag=12.4.1-runtime-debian12")]
     assert f"gpusbom:image:digest={helpers.MANIFEST_DIGEST}" in root.comment
     assert f"gpusbom:image:layer:1={helpers.CUDA_LAYER}" in root.comment
     assert "gpusbom:image:env:CUDA_VERSION=12.4.1" in root.comment

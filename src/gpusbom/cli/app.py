@@ -59,6 +59,7 @@ class SourceChoice(str, Enum):
 class CdxVersion(str, Enum):
     v16 = "1.6"
     v15 = "1.5"
+    v17 = "1.7"
 
 
 @app.command()

@@ -48,12 +48,17 @@ def _host_target(root: HostRoot, reference: str) -> Target:
             info = json.load(f)
     machine = info.get("machine") or (_platform.machine() if root.live else None)
     hostname = root.read_value("/proc/sys/kernel/hostname") or info.get("hostname")
+    from ..identity import machine_id_hash
+
+    # the root bom-ref names the machine by a hash of its machine-id (identity.py)
+    machine_id = root.read_value("/etc/machine-id") or info.get("machine_id")
     return Target(
         kind="host",
         reference=reference,
         source="host",
         name=hostname or "host",
         platform=f"linux/{_ARCH.get(machine, machine)}" if machine else None,
+        host_id=machine_id_hash(machine_id) if isinstance(machine_id, str) and machine_id else None,
     )
 
 

@@ -45,9 +45,13 @@ def purl_parts(purl: str | None) -> PackageURL | None:
 
 
 def is_package_purl(purl: str | None) -> bool:
-    """A purl naming a package (not an image: ``pkg:oci``, ``pkg:docker``)."""
+    """A purl naming a package (not an image: ``pkg:oci``, ``pkg:docker``, ``pkg:container``)."""
     p = purl_parts(purl)
-    return p is not None and p.type not in ("oci", "docker")
+    return p is not None and p.type not in IMAGE_PURL_TYPES
+
+
+#: purl types that name a container image: an SBOM subject of these is the scan target
+IMAGE_PURL_TYPES = ("oci", "docker", "container")
 
 
 def foreign_component(

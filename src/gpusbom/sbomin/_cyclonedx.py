@@ -7,6 +7,7 @@ from typing import Any
 from ..errors import InputError
 from ..model import Component, Evidence, EvidenceMethod, Finding, ScanResult, Unknown
 from ._build import (
+    IMAGE_PURL_TYPES,
     Parts,
     component_type,
     finish,
@@ -283,7 +284,13 @@ def _convert(doc: dict[str, Any], path: str, name: str) -> ScanResult:
             for h in _list(subject.get("hashes"), "metadata.component.hashes"):
                 if isinstance(h, dict) and h.get("alg") == "SHA-256" and not target.image_id:
                     target.image_id = f"sha256:{h.get('content')}"
-            if is_package_purl(_str(subject.get("purl"), "metadata.component.purl")):
+            spurl = _str(subject.get("purl"), "metadata.component.purl")
+            sp = purl_parts(spurl)
+            if sp is not None and sp.type in IMAGE_PURL_TYPES:
+                # an image subject (cdxgen's pkg:container root): the target, not a component
+                target.kind = "image"
+                target.subject_purl = spurl
+            if is_package_purl(spurl):
                 # the SBOM describes a package (a Python project, a library): it is also one
                 # of the components the advisories apply to
                 _walk([subject], "metadata.component", name, parts, None, 0)

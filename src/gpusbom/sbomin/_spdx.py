@@ -7,7 +7,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import Component, ComponentType, Evidence, ScanResult
-from ._build import Parts, finish, foreign_component, is_package_purl, sbom_target
+from ._build import (
+    IMAGE_PURL_TYPES,
+    Parts,
+    finish,
+    foreign_component,
+    is_package_purl,
+    purl_parts,
+    sbom_target,
+)
 from ._own import (
     apply_document_pair,
     apply_target_pairs,
@@ -166,6 +174,10 @@ def _convert(document: Any, path: str) -> ScanResult:
                 elif version:
                     target.tags.append(version)
             purl, _ = _refs(pkg)
+            sp = purl_parts(purl)
+            if not own_target and sp is not None and sp.type in IMAGE_PURL_TYPES:
+                target.kind = "image"
+                target.subject_purl = purl
             if own_target or not is_package_purl(purl):
                 continue  # the subject (an image, a host) is the target, not a component
         comp = _package(pkg, name, pkg_files.get(pkg.spdx_id, []))

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from packageurl import PackageURL
 
+from ..identity import target_identity
 from ..model import PROPERTY_NAMESPACE, ScanResult, Unknown
 
 #: namespace for every UUID / document namespace gpusbom derives
@@ -49,8 +50,8 @@ def prop(key: str) -> str:
 
 
 def target_key(result: ScanResult) -> str:
-    t = result.target
-    return t.manifest_digest or t.image_id or t.reference
+    """What the document ids are derived from: the target's root bom-ref (identity.py)."""
+    return target_identity(result.target).root_ref
 
 
 def content_digest(result: ScanResult) -> str:
@@ -67,9 +68,9 @@ def content_digest(result: ScanResult) -> str:
 def document_uuid(result: ScanResult, purpose: str) -> uuid.UUID:
     """A deterministic UUID for one document of one scan.
 
-    Derived from the target digest (or image id / reference) and the content of the
-    scan, so the same scan always gives the same id and a different scan of the same
-    image (other tool version, other timestamp, other findings) a different one.
+    Derived from the target's root bom-ref and the whole content of the scan, its
+    timestamp included: every distinct document gets its own id (a new timestamp is a
+    new document), and only a byte-identical scan (``SOURCE_DATE_EPOCH`` set) repeats one.
     """
     return uuid.uuid5(GPUSBOM_UUID_NS, f"{purpose}|{target_key(result)}|{content_digest(result)}")
 
@@ -101,24 +102,13 @@ def split_name_email(value: str) -> tuple[str, str | None]:
 
 
 def target_display_name(result: ScanResult) -> str:
-    t = result.target
-    if t.name:
-        return t.name
-    ref = t.reference
-    # strip a tag / digest from a plain reference for the name
-    if "@" in ref:
-        ref = ref.split("@", 1)[0]
-    last = ref.rsplit("/", 1)[-1]
-    if ":" in last and t.kind == "image":
-        ref = ref[: len(ref) - len(last)] + last.split(":", 1)[0]
-    return ref or t.reference
+    """The target's name (identity.py: an image's last repository segment, a host name)."""
+    return target_identity(result.target).name
 
 
 def target_version(result: ScanResult) -> str | None:
-    t = result.target
-    if t.tags:
-        return t.tags[0]
-    return t.manifest_digest or t.image_id
+    """The target's version (an image's manifest digest, else its image ID)."""
+    return target_identity(result.target).version
 
 
 def sorted_unknowns(result: ScanResult) -> list[Unknown]:
@@ -130,25 +120,14 @@ def unknown_text(collector: str, reason: str, path: str | None) -> str:
 
 
 def target_purl(result: ScanResult) -> PackageURL | None:
-    """``pkg:oci/NAME@DIGEST?...`` for an image with a manifest digest (purl-spec oci type)."""
-    t = result.target
-    if t.kind != "image" or not t.manifest_digest:
-        return None
-    repo = target_display_name(result)
-    qualifiers: dict[str, str] = {}
-    if "/" in repo:
-        qualifiers["repository_url"] = repo
-    if t.tags:
-        qualifiers["tag"] = t.tags[0]
-    if t.platform:
-        parts = t.platform.split("/")
-        if len(parts) >= 2:
-            qualifiers["arch"] = parts[1]
-    name = repo.rsplit("/", 1)[-1].lower()
-    try:
-        return PackageURL(type="oci", name=name, version=t.manifest_digest, qualifiers=qualifiers)
-    except ValueError:
-        return None
+    """``pkg:oci/NAME@DIGEST?...`` for an image (purl-spec oci type, identity.py)."""
+    purl = target_identity(result.target).purl
+    return PackageURL.from_string(purl) if purl else None
+
+
+def target_identity_pairs(result: ScanResult) -> list[tuple[str, str]]:
+    """``gpusbom:`` property pairs saying where the target's identity came from."""
+    return [(prop(k), v) for k, v in target_identity(result.target).properties]
 
 
 def stack_properties(result: ScanResult) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""CycloneDX 1.6 (default) / 1.5, JSON and XML, built with cyclonedx-python-lib."""
+"""CycloneDX 1.6 (default) / 1.5 / 1.7, JSON and XML, built with cyclonedx-python-lib."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import warnings
 from decimal import Decimal
 from typing import TextIO
 
-from cyclonedx.model import Property
+from cyclonedx.model import Property, XsUri
 from cyclonedx.model.bom import Bom, BomMetaData
 from cyclonedx.model.bom_ref import BomRef
 from cyclonedx.model.component import Component as CdxComponent
@@ -21,13 +21,13 @@ from cyclonedx.model.component_evidence import (
 )
 from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
 from cyclonedx.model.dependency import Dependency
-from cyclonedx.model.license import DisjunctiveLicense, License, LicenseExpression
-from cyclonedx.model.tool import ToolRepository
 from cyclonedx.model.impact_analysis import (
     ImpactAnalysisAffectedStatus,
     ImpactAnalysisJustification,
     ImpactAnalysisState,
 )
+from cyclonedx.model.license import DisjunctiveLicense, License, LicenseExpression
+from cyclonedx.model.tool import ToolRepository
 from cyclonedx.model.vulnerability import (
     BomTarget,
     BomTargetVersionRange,
@@ -40,7 +40,6 @@ from cyclonedx.model.vulnerability import (
     VulnerabilitySeverity,
     VulnerabilitySource,
 )
-from cyclonedx.model import XsUri
 from cyclonedx.output import make_outputter
 from cyclonedx.schema import OutputFormat, SchemaVersion
 from packageurl import PackageURL
@@ -64,6 +63,7 @@ from ._common import (
     split_name_email,
     stack_properties,
     target_display_name,
+    target_identity_pairs,
     target_purl,
     target_version,
     unknown_text,
@@ -71,7 +71,8 @@ from ._common import (
 from ._probes import component_probe_pairs, document_probe_pairs
 from .base import WriterOptions
 
-SCHEMA_VERSIONS = {"1.5": SchemaVersion.V1_5, "1.6": SchemaVersion.V1_6}
+SCHEMA_VERSIONS = {"1.5": SchemaVersion.V1_5, "1.6": SchemaVersion.V1_6,
+                   "1.7": SchemaVersion.V1_7}
 
 #: our evidence method -> (CycloneDX analysis technique, confidence of that technique)
 TECHNIQUES: dict[str, tuple[AnalysisTechnique, Decimal]] = {
@@ -247,6 +248,8 @@ def _target_component(result: ScanResult) -> CdxComponent:
         props.append(Property(name=prop("image:created"), value=t.created))
     for tag in t.tags:
         props.append(Property(name=prop("image:tag"), value=tag))
+    for name, value in target_identity_pairs(result):
+        props.append(Property(name=name, value=value))
     for layer in t.layers:
         if layer.diff_id:
             props.append(Property(name=prop(f"image:layer:{layer.index}"), value=layer.diff_id))
@@ -359,7 +362,7 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
         timestamp=parse_timestamp(result.timestamp),
     )
     return Bom(
-        serial_number=document_uuid(result, "cyclonedx"),
+        serial_number=document_uuid(result, f"cyclonedx-{spec.to_version()}"),
         metadata=metadata,
         components=components,
         dependencies=dependencies,
@@ -393,61 +396,94 @@ def _analysis(a: AdvisoryMatch, state: ImpactAnalysisState) -> VulnerabilityAnal
     )
 
 
-def _vulnerability(f: Finding, refs: set[str]) -> Vulnerability | None:
-    a = f.advisory
-    if a is None:
+_STATUS_RANK = {"affected": 0, "review": 1, "not-affected": 2}
+
+
+def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None:
+    """One CycloneDX vulnerability for one vulnerability id, with every component it
+    affects in ``affects`` (each with its installed version and status). The state and
+    rating are the most severe of the group's: affected before review before not-affected."""
+    pairs = [(f, r) for f in group for r in f.components if r in refs and f.advisory is not None]
+    if not pairs:
         return None
-    affects_refs = [r for r in f.components if r in refs]
-    if not affects_refs:
-        return None
-    state, vstatus = _STATES.get(a.status, (ImpactAnalysisState.IN_TRIAGE,
-                                            ImpactAnalysisAffectedStatus.UNKNOWN))
-    urls = [u for u in a.urls if u.startswith("https://")]
-    source = VulnerabilitySource(name=a.advisory, url=XsUri(urls[0]) if urls else None)
+    ranked = sorted(group, key=lambda f: (
+        _STATUS_RANK.get(f.advisory.status if f.advisory else "", 9),
+        -(f.advisory.score or 0) if f.advisory else 0, f.advisory.advisory if f.advisory else ""))
+    lead = ranked[0]
+    a = lead.advisory
+    assert a is not None
+    state, _ = _STATES.get(a.status, (ImpactAnalysisState.IN_TRIAGE,
+                                      ImpactAnalysisAffectedStatus.UNKNOWN))
+    advisories = sorted({f.advisory.advisory for f in group if f.advisory})
+    urls = sorted({u for f in group if f.advisory for u in f.advisory.urls
+                   if u.startswith("https://")})
+    lead_urls = [u for u in a.urls if u.startswith("https://")]
+    source = VulnerabilitySource(name=a.advisory, url=XsUri(lead_urls[0]) if lead_urls else None)
     ratings = []
     if a.score is not None:
-        sev = VulnerabilitySeverity(f.severity) if f.severity in {
+        sev = VulnerabilitySeverity(lead.severity) if lead.severity in {
             x.value for x in VulnerabilitySeverity} else VulnerabilitySeverity.UNKNOWN
         ratings.append(VulnerabilityRating(
             source=source, score=Decimal(str(a.score)), severity=sev,
             method=_SCORE_METHODS.get(a.score_type or "", VulnerabilityScoreSource.OTHER),
             vector=a.vector,
         ))
-    props = [Property(name=prop("advisory:status"), value=a.status),
-             Property(name=prop("advisory:product"), value=a.product)]
-    if a.installed_version:
-        props.append(Property(name=prop("advisory:installed-version"), value=a.installed_version))
-    if a.fixed_version:
-        props.append(Property(name=prop("advisory:fixed-version"), value=a.fixed_version))
-    for p in f.evidence:
-        props.append(Property(name=prop("path"), value=p))
+    props: list[Property] = []
+    affects: dict[str, list[BomTargetVersionRange]] = {}
+    aliases: set[tuple[str, str]] = set()
+    for f, r in sorted(pairs, key=lambda p: (p[1], p[0].advisory.advisory if p[0].advisory else "")):
+        fa = f.advisory
+        assert fa is not None
+        _, vstatus = _STATES.get(fa.status, (ImpactAnalysisState.IN_TRIAGE,
+                                             ImpactAnalysisAffectedStatus.UNKNOWN))
+        versions = affects.setdefault(r, [])
+        if fa.installed_version:
+            rng = BomTargetVersionRange(version=fa.installed_version, status=vstatus)
+            if rng not in versions:
+                versions.append(rng)
+        # per affected component: what gpusbom concluded for it, keyed by its bom-ref
+        props.append(Property(name=prop("advisory:status"), value=f"{r} {fa.status}"))
+        props.append(Property(name=prop("advisory:product"), value=f"{r} {fa.product}"))
+        if fa.installed_version:
+            props.append(Property(name=prop("advisory:installed-version"),
+                                  value=f"{r} {fa.installed_version}"))
+        if fa.fixed_version:
+            props.append(Property(name=prop("advisory:fixed-version"),
+                                  value=f"{r} {fa.fixed_version}"))
+        for x in fa.aliases:
+            aliases.add((x, fa.advisory))
+        for ev in f.evidence:
+            props.append(Property(name=prop("path"), value=ev))
+    fixes = sorted({f.advisory.fixed_version for f in group
+                    if f.advisory and f.advisory.fixed_version})
     return Vulnerability(
-        bom_ref=f"vuln:{a.vulnerability}:{a.advisory}:{affects_refs[0]}",
+        bom_ref=f"vuln:{a.vulnerability}",
         id=a.vulnerability,
         source=source,
-        references=[VulnerabilityReference(id=x, source=VulnerabilitySource(name=a.advisory))
-                    for x in a.aliases],
+        references=[VulnerabilityReference(id=x, source=VulnerabilitySource(name=adv))
+                    for x, adv in sorted(aliases) if x != a.vulnerability],
         ratings=ratings,
-        description=f.title,
-        detail=f.detail,
-        recommendation=(f"upgrade to {a.fixed_version}" if a.fixed_version else None),
-        advisories=[VulnerabilityAdvisory(url=XsUri(u), title=a.advisory) for u in urls],
+        description=lead.title,
+        detail=lead.detail,
+        recommendation=("upgrade to " + " or ".join(fixes)) if fixes else None,
+        advisories=[VulnerabilityAdvisory(url=XsUri(u), title=", ".join(advisories))
+                    for u in urls],
         analysis=_analysis(a, state),
-        affects=[
-            BomTarget(ref=r, versions=[BomTargetVersionRange(
-                version=a.installed_version, status=vstatus)] if a.installed_version else None)
-            for r in affects_refs
-        ],
+        affects=[BomTarget(ref=r, versions=v or None) for r, v in sorted(affects.items())],
         properties=props,
     )
 
 
 def _vulnerabilities(result: ScanResult, refs: set[str]) -> list[Vulnerability]:
-    out = []
+    """One entry per vulnerability id (a CVE affecting three components is one entry
+    with three ``affects``, as the CycloneDX spec intends)."""
+    groups: dict[str, list[Finding]] = {}
     for f in result.findings:
-        if f.kind != "advisory":
-            continue
-        v = _vulnerability(f, refs)
+        if f.kind == "advisory" and f.advisory is not None:
+            groups.setdefault(f.advisory.vulnerability, []).append(f)
+    out = []
+    for _vid, group in sorted(groups.items()):
+        v = _vulnerability(group, refs)
         if v is not None:
             out.append(v)
     return out
@@ -461,12 +497,29 @@ def _schema(options: WriterOptions) -> SchemaVersion:
     return SCHEMA_VERSIONS[v]
 
 
+def _explicit_depends_on(text: str) -> str:
+    """``"dependsOn": []`` on every dependency entry without one.
+
+    The library leaves the key out for a leaf; the spec allows that, but a leaf written
+    without it reads as "dependencies unknown" to some consumers, and cdxgen's validator
+    (12.8.4) crashes on it. An empty list says "depends on nothing" explicitly."""
+    import json
+
+    doc = json.loads(text)
+    for dep in doc.get("dependencies") or []:
+        if isinstance(dep, dict):
+            dep.setdefault("dependsOn", [])
+    return json.dumps(doc, indent=2)
+
+
 def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion) -> str:
     bom = build_bom(result, spec)
     with warnings.catch_warnings():
         # the library warns about things we decide on purpose (e.g. 1.5 feature drops)
         warnings.simplefilter("ignore")
         text = make_outputter(bom, output_format, spec).output_as_string(indent=2)
+    if output_format is OutputFormat.JSON:
+        text = _explicit_depends_on(text)
     return text if text.endswith("\n") else text + "\n"
 
 

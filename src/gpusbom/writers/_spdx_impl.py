@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from typing import TextIO
 
@@ -26,7 +27,7 @@ from spdx_tools.spdx.writer.json import json_writer
 from spdx_tools.spdx.writer.tagvalue import tagvalue_writer
 
 from ..errors import GpusbomError
-from ._probes import document_probe_pairs, keyed, probe_pairs
+from ..identity import target_identity
 from ..model import Component, ComponentType, Finding, ScanResult
 from ._common import (
     advisory_db_pairs,
@@ -40,10 +41,12 @@ from ._common import (
     split_name_email,
     stack_properties,
     target_display_name,
+    target_identity_pairs,
     target_purl,
     target_version,
     unknown_text,
 )
+from ._probes import document_probe_pairs, keyed, probe_pairs
 
 SPDX_VERSION = "SPDX-2.3"
 DOCUMENT_ID = "SPDXRef-DOCUMENT"
@@ -214,6 +217,8 @@ def _root_package(result: ScanResult, sid: str) -> Package:
         lines.append(f"{prop('image:created')}={t.created}")
     for tag in t.tags:
         lines.append(f"{prop('image:tag')}={tag}")
+    for key, value in target_identity_pairs(result):
+        lines.append(f"{key}={value}")
     for layer in t.layers:
         if layer.diff_id:
             lines.append(f"{prop(f'image:layer:{layer.index}')}={layer.diff_id}")
@@ -224,13 +229,12 @@ def _root_package(result: ScanResult, sid: str) -> Package:
     for k, v in sorted(t.os_release.items()):
         lines.append(f"{prop(f'os:{k}')}={v}")
     refs: list[ExternalPackageRef] = []
-    if t.kind == "image" and t.manifest_digest:
-        # the same oci purl the CycloneDX writer puts on the metadata component
-        purl = target_purl(result)
-        if purl is not None:
-            ref = ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", purl.to_string())
-            if not validate_external_package_ref(ref, sid, SPDX_VERSION):
-                refs.append(ref)
+    # the same oci purl the CycloneDX writer puts on the metadata component
+    purl = target_purl(result)
+    if purl is not None:
+        ref = ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", purl.to_string())
+        if not validate_external_package_ref(ref, sid, SPDX_VERSION):
+            refs.append(ref)
     return Package(
         spdx_id=sid,
         name=target_display_name(result),
@@ -334,10 +338,12 @@ def build_document(result: ScanResult) -> Document:
         for r, name in sorted(licref_names.items())
     ]
 
-    name = target_display_name(result)
-    version = target_version(result)
-    doc_name = f"{name}:{version}" if version and not version.startswith("sha256:") else name
-    namespace = f"{NAMESPACE_BASE}{_sanitise(name, max_len=80)}-{document_uuid(result, 'spdx')}"
+    # built from the same identity as the root package (identity.py): NAME@DIGEST, and a
+    # namespace under the target's kind and name, unique per document
+    ident = target_identity(result.target)
+    doc_name = ident.document_name
+    namespace = (f"{NAMESPACE_BASE}{_sanitise(result.target.kind, max_len=20)}/"
+                 f"{_sanitise(ident.name, max_len=80)}-{document_uuid(result, 'spdx')}")
     tool = f"{result.tool.name or 'gpusbom'}-{result.tool.version or 'unknown'}"
     creation = CreationInfo(
         spdx_version=SPDX_VERSION,
@@ -410,8 +416,26 @@ def _validated(result: ScanResult, *, tag_value: bool = False) -> Document:
     return doc
 
 
+def _json_categories(text: str) -> str:
+    """``PACKAGE-MANAGER`` / ``PERSISTENT-ID`` in JSON, as the SPDX 2.3 JSON schema wants.
+
+    spdx-tools 0.8 writes the Python enum names (``PACKAGE_MANAGER``), which its own
+    validator accepts and the official schema rejects; tag-value it writes right."""
+    import json
+
+    doc = json.loads(text)
+    for pkg in doc.get("packages") or []:
+        for ref in pkg.get("externalRefs") or []:
+            cat = ref.get("referenceCategory")
+            if isinstance(cat, str):
+                ref["referenceCategory"] = cat.replace("_", "-")
+    return json.dumps(doc, indent=4)
+
+
 def render_json(result: ScanResult, out: TextIO) -> None:
-    json_writer.write_document_to_stream(_validated(result), out, validate=False)
+    buf = io.StringIO()
+    json_writer.write_document_to_stream(_validated(result), buf, validate=False)
+    out.write(_json_categories(buf.getvalue()))
     out.write("\n")
 
 

@@ -1,4 +1,4 @@
-"""CycloneDX writers (JSON and XML; 1.6 by default, 1.5 on request).
+"""CycloneDX writers (JSON and XML; 1.6 by default, 1.5 or 1.7 on request).
 
 The work is in ``_cyclonedx_impl``, imported on first use: cyclonedx-python-lib
 takes a noticeable share of a second to import, and most runs never need it.
@@ -25,13 +25,13 @@ class _CycloneDxWriter(Writer):
 @register
 class CycloneDxJsonWriter(_CycloneDxWriter):
     format = "cyclonedx-json"
-    description = "CycloneDX JSON (1.6; 1.5 with --cyclonedx-version 1.5)"
+    description = "CycloneDX JSON (1.6; 1.5 or 1.7 with --cyclonedx-version)"
 
 
 @register
 class CycloneDxXmlWriter(_CycloneDxWriter):
     format = "cyclonedx-xml"
-    description = "CycloneDX XML (1.6; 1.5 with --cyclonedx-version 1.5)"
+    description = "CycloneDX XML (1.6; 1.5 or 1.7 with --cyclonedx-version)"
     xml = True
 
 
