@@ -94,13 +94,6 @@ def test_missing_driver_is_skipped_with_reason(backend: str, libs: tuple[str, ..
     assert words in (r.reason or "") and "not found" in (r.reason or "")
 
 
-def test_dpctl_and_vulkan_skip() -> None:
-    by = {r.backend: r for r in run_probes(["sycl", "vulkan"])}
-    assert by["sycl"].outcome in ("skipped", "pass")
-    assert by["vulkan"].outcome == "skipped" and "SPIR-V" in (by["vulkan"].reason or "") or \
-        "libvulkan" in (by["vulkan"].reason or "")
-
-
 @needs_opencl
 def test_wrong_result_is_fail_with_error_size_and_probe_goes_on(test_kernels) -> None:
     test_kernels("probe_test_kernels_wrong")

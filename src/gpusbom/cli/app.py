@@ -161,6 +161,11 @@ def scan(
         list[str] | None,
         typer.Option("--probe-backend", help="With --probe: only these backends; repeatable."),
     ] = None,
+    probe_python: Annotated[
+        str | None,
+        typer.Option("--probe-python", help="With --probe: Interpreter for the probe backends that run a Python package "
+                     "(Triton, SYCL through dpctl). Default: the one that has the package."),
+    ] = None,
     sbom: Annotated[
         str | None,
         typer.Option("--sbom", help="Match an existing SBOM (CycloneDX or SPDX, from any tool, "
@@ -220,7 +225,8 @@ def scan(
                     f"--probe runs kernels on this machine's GPUs, but --root {root} is not this "
                     "machine's root (its proc/sys/kernel/random/boot_id differs or is missing: "
                     "a snapshot or another node)"), debug))
-            scan_kwargs["probe"] = {"backends": probe_backend, "timeout": probe_timeout}
+            scan_kwargs["probe"] = {"backends": probe_backend, "timeout": probe_timeout,
+                                    "python": probe_python}
     elif probe:
         raise typer.Exit(_fail(UsageError("--probe needs --host"), debug))
     if sbom is not None:
@@ -396,7 +402,8 @@ def _start_probe(opts: dict[str, Any]) -> Any:
     from ..probe import run_probes
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    fut = pool.submit(run_probes, opts.get("backends"), timeout=opts.get("timeout", 20.0))
+    fut = pool.submit(run_probes, opts.get("backends"), timeout=opts.get("timeout", 20.0),
+                      python=opts.get("python"))
     pool.shutdown(wait=False)
     return fut.result
 
@@ -410,7 +417,12 @@ def probe(
     backend: Annotated[
         list[str] | None,
         typer.Option("--backend", "-b", help="Only these backends (cuda, hip, level-zero, opencl, "
-                     "sycl, vulkan); repeatable. Default: all."),
+                     "sycl, triton, vulkan); repeatable. Default: all."),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option("--python", help="Interpreter for the probe backends that run a Python package "
+                     "(Triton, SYCL through dpctl). Default: the one that has the package."),
     ] = None,
     probe_timeout: Annotated[
         float, typer.Option("--probe-timeout", help="Seconds each device (and each backend's "
@@ -445,7 +457,7 @@ def probe(
         specs = parse_outputs(output)
         t0 = time.perf_counter()
         try:
-            results = run_probes(backend, timeout=probe_timeout)
+            results = run_probes(backend, timeout=probe_timeout, python=python)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         elapsed = time.perf_counter() - t0

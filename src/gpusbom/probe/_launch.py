@@ -28,9 +28,9 @@ def result_buffer() -> Any:
     return _Floats()
 
 
-def kernel_params(ptrs: list[Any], ptr_type: Any) -> tuple[Any, list[Any]]:
-    """``void* params[4]`` for (A, B, C, n) and the values it points at (keep them alive
-    until the launch returns)."""
-    values = [ptr_type(p.value) for p in ptrs] + [c_uint(K.N)]
-    params = (c_void_p * 4)(*[ctypes.cast(byref(x), c_void_p) for x in values])
+def kernel_params(ptrs: list[Any], ptr_type: Any, null_params: int = 0) -> tuple[Any, list[Any]]:
+    """``void* params[4 + null_params]`` for (A, B, C, n, NULL...) and the values it points
+    at (keep them alive until the launch returns)."""
+    values = [ptr_type(p.value) for p in ptrs] + [c_uint(K.N)] + [ptr_type(0) for _ in range(null_params)]
+    params = (c_void_p * len(values))(*[ctypes.cast(byref(x), c_void_p) for x in values])
     return params, values

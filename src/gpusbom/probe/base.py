@@ -60,9 +60,23 @@ class RunOutcome:
 class Backend(ABC):
     id: ClassVar[str]
     display: ClassVar[str]
+    #: the programming model the kernel is written in (``CUDA``, ``Vulkan compute``, ...)
+    model: ClassVar[str] = ""
+    #: file-name prefixes of the runtime libraries a run loads (``libcuda.so``): the paths
+    #: actually mapped into the child are reported as ``runtime-library``
+    runtime_libraries: ClassVar[tuple[str, ...]] = ()
     #: set when this backend enumerates devices but cannot launch the kernel at all:
     #: the runner then reports each device ``skipped`` with this reason, spawning nothing
     launch_skip: ClassVar[str | None] = None
+    #: the Python package this backend imports in its children (``triton``, ``dpctl``):
+    #: its children run in an interpreter that has it (``run_probes(python=...)``)
+    python_package: ClassVar[str | None] = None
+
+    def __init__(self) -> None:
+        #: (error name, message) of parts of the runtime that ``enumerate()`` found broken
+        #: while it still listed devices (a Vulkan ICD manifest naming a missing library):
+        #: each is reported as a backend-level ``error`` beside the devices' results
+        self.problems: list[tuple[str, str]] = []
 
     @abstractmethod
     def enumerate(self) -> list[DeviceInfo]: ...
@@ -107,6 +121,7 @@ BACKEND_MODULES = {
     "level-zero": "level_zero",
     "opencl": "opencl",
     "sycl": "sycl",
+    "triton": "triton",
     "vulkan": "vulkan",
 }
 
@@ -134,6 +149,22 @@ def load_library(names: list[str], what: str) -> ctypes.CDLL:
         except OSError as exc:
             errors.append(str(exc).split(":")[-1].strip() or name)
     raise ProbeSkipped(f"no {what}: {names[0]} not found")
+
+
+def mapped_libraries(prefixes: tuple[str, ...], maps: str = "/proc/self/maps") -> list[str]:
+    """Paths of the shared libraries mapped into this process whose file name starts with
+    one of ``prefixes`` (the runtime a launch really used, wherever the loader found it)."""
+    out: list[str] = []
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                if path.startswith("/") and path not in out \
+                        and path.rsplit("/", 1)[-1].startswith(prefixes):
+                    out.append(path)
+    except OSError:
+        pass
+    return out
 
 
 def pci_bus_id(domain: int, bus: int, device: int, function: int = 0) -> str:

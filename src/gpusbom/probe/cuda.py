@@ -184,6 +184,8 @@ def _version(v: int) -> str:
 class CudaBackend(Backend):
     id = "cuda"
     display = "CUDA driver API"
+    model = "CUDA"
+    runtime_libraries = ("libcuda.so",)
 
     def _device_facts(self, drv: _Driver, dev: int) -> tuple[str, dict[str, str]]:
         buf = ctypes.create_string_buffer(256)
@@ -277,6 +279,19 @@ class CudaBackend(Backend):
     def run(self, device_id: str, kernels: K.KernelSet) -> RunOutcome:
         if kernels.cuda_ptx is None:
             raise ProbeSkipped(f"kernel set {kernels.name} has no PTX kernel")
+        name, facts, ctx, dev, drv = self.open_device(device_id)
+        try:
+            drv.check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            image = kernels.cuda_ptx.encode() + b"\0"
+            outcome = launch_image(drv, image, kernels.entry, facts, what="PTX JIT")
+            outcome.device = name
+            return outcome
+        finally:
+            drv.cuDevicePrimaryCtxRelease(dev)
+
+    def open_device(self, device_id: str) -> tuple[str, dict[str, str], c_void_p, CUdevice, _Driver]:
+        """Driver initialised, the device's facts, and its retained primary context
+        (release it with ``cuDevicePrimaryCtxRelease(dev)``)."""
         t0 = time.perf_counter()
         drv = _Driver()
         drv.init()
@@ -289,48 +304,47 @@ class CudaBackend(Backend):
         t2 = time.perf_counter()
         drv.check(drv.cuDevicePrimaryCtxRetain(byref(ctx), dev), "cuDevicePrimaryCtxRetain")
         facts["context-ms"] = f"{(time.perf_counter() - t2) * 1000:.1f}"
-        try:
-            drv.check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-            outcome = self._launch(drv, kernels, facts)
-            outcome.device = name
-            return outcome
-        finally:
-            drv.cuDevicePrimaryCtxRelease(dev)
+        return name, facts, ctx, dev, drv
 
-    def _launch(self, drv: _Driver, kernels: K.KernelSet, facts: dict[str, str]) -> RunOutcome:
-        t0 = time.perf_counter()
-        log = ctypes.create_string_buffer(4096)
-        opts = (c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-        vals = (c_void_p * 2)(ctypes.cast(log, c_void_p), c_void_p(len(log)))
-        module = c_void_p()
-        ptx = kernels.cuda_ptx.encode() + b"\0"  # type: ignore[union-attr]
-        rc = drv.cuModuleLoadDataEx(byref(module), ptx, 2, opts, vals)
-        if rc != 0:
-            raise ProbeError(rc, drv.error_name(rc),
-                             "cuModuleLoadDataEx (PTX JIT): " + log.value.decode(errors="replace").strip())
-        facts["jit-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
-        ptrs: list[CUdeviceptr] = []
-        try:
-            fn = c_void_p()
-            drv.check(drv.cuModuleGetFunction(byref(fn), module, kernels.entry.encode()), "cuModuleGetFunction")
-            nbytes = L.NBYTES
-            for _ in range(3):
-                p = CUdeviceptr()
-                drv.check(drv.cuMemAlloc(byref(p), nbytes), "cuMemAlloc_v2")
-                ptrs.append(p)
-            host = L.host_inputs()
-            for p, src in zip(ptrs, host):
-                drv.check(drv.cuMemcpyHtoD(p, ctypes.addressof(src), nbytes), "cuMemcpyHtoD_v2")
-            params, _keep = L.kernel_params(ptrs, CUdeviceptr)
-            t1 = time.perf_counter()
-            drv.check(drv.cuLaunchKernel(fn, K.GROUPS, K.GROUPS, 1, K.TILE, K.TILE, 1, 0, None, params, None),
-                      "cuLaunchKernel")
-            drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize (kernel execution)")
-            facts["kernel-ms"] = f"{(time.perf_counter() - t1) * 1000:.2f}"
-            out = L.result_buffer()
-            drv.check(drv.cuMemcpyDtoH(ctypes.addressof(out), ptrs[2], nbytes), "cuMemcpyDtoH_v2")
-            return RunOutcome(bytes(out), facts)
-        finally:
-            for p in ptrs:
-                drv.cuMemFree(p)
-            drv.cuModuleUnload(module)
+
+def launch_image(drv: _Driver, image: bytes, entry: str, facts: dict[str, str], *, what: str,
+                 block: tuple[int, int, int] = (K.TILE, K.TILE, 1), shared_bytes: int = 0,
+                 null_params: int = 0) -> RunOutcome:
+    """Load a PTX or cubin image into the current context and run ``entry(A, B, C, n)`` on
+    a GROUPS x GROUPS grid of ``block``; ``null_params`` trailing pointer parameters get NULL
+    (Triton's scratch-buffer parameters). ``facts`` gets jit-ms and kernel-ms."""
+    t0 = time.perf_counter()
+    log = ctypes.create_string_buffer(4096)
+    opts = (c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+    vals = (c_void_p * 2)(ctypes.cast(log, c_void_p), c_void_p(len(log)))
+    module = c_void_p()
+    rc = drv.cuModuleLoadDataEx(byref(module), image, 2, opts, vals)
+    if rc != 0:
+        raise ProbeError(rc, drv.error_name(rc),
+                         f"cuModuleLoadDataEx ({what}): " + log.value.decode(errors="replace").strip())
+    facts["jit-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
+    ptrs: list[CUdeviceptr] = []
+    try:
+        fn = c_void_p()
+        drv.check(drv.cuModuleGetFunction(byref(fn), module, entry.encode()), "cuModuleGetFunction")
+        nbytes = L.NBYTES
+        for _ in range(3):
+            p = CUdeviceptr()
+            drv.check(drv.cuMemAlloc(byref(p), nbytes), "cuMemAlloc_v2")
+            ptrs.append(p)
+        host = L.host_inputs()
+        for p, src in zip(ptrs, host):
+            drv.check(drv.cuMemcpyHtoD(p, ctypes.addressof(src), nbytes), "cuMemcpyHtoD_v2")
+        params, _keep = L.kernel_params(ptrs, CUdeviceptr, null_params)
+        t1 = time.perf_counter()
+        drv.check(drv.cuLaunchKernel(fn, K.GROUPS, K.GROUPS, 1, *block, shared_bytes, None, params, None),
+                  "cuLaunchKernel")
+        drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize (kernel execution)")
+        facts["kernel-ms"] = f"{(time.perf_counter() - t1) * 1000:.2f}"
+        out = L.result_buffer()
+        drv.check(drv.cuMemcpyDtoH(ctypes.addressof(out), ptrs[2], nbytes), "cuMemcpyDtoH_v2")
+        return RunOutcome(bytes(out), facts)
+    finally:
+        for p in ptrs:
+            drv.cuMemFree(p)
+        drv.cuModuleUnload(module)

@@ -136,6 +136,8 @@ def _kfd_isa_by_pci() -> dict[str, str]:
 class HipBackend(Backend):
     id = "hip"
     display = "HIP (ctypes + hiprtc)"
+    model = "HIP"
+    runtime_libraries = ("libamdhip64.so",)
 
     def _facts(self, hip: _Hip, dev: int) -> tuple[str, dict[str, str]]:
         buf = ctypes.create_string_buffer(256)

@@ -19,7 +19,8 @@ import importlib
 import math
 import os
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 
 N = 100
 TILE = 16
@@ -241,6 +242,40 @@ END:
 """
 
 
+# --- Triton (compiled by the host's own Triton for the GPU it probes) --------------------
+# Python source: Triton's JIT reads a kernel's source from its file, so the child writes
+# this text to a private module file and imports it. ``tl.dot`` is avoided on purpose: its
+# precision default (TF32) differs across Triton releases, and the exact comparison with
+# the reference needs plain FP32 multiply-adds.
+
+TRITON_SOURCE = r"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gpusbom_matmul(A, B, C, n, TILE: tl.constexpr):
+    rows = tl.program_id(1) * TILE + tl.arange(0, TILE)
+    cols = tl.program_id(0) * TILE + tl.arange(0, TILE)
+    acc = tl.zeros((TILE, TILE), dtype=tl.float32)
+    for k0 in range(0, n, TILE):
+        ks = k0 + tl.arange(0, TILE)
+        a = tl.load(A + rows[:, None] * n + ks[None, :],
+                    mask=(rows[:, None] < n) & (ks[None, :] < n), other=0.0)
+        b = tl.load(B + ks[:, None] * n + cols[None, :],
+                    mask=(ks[:, None] < n) & (cols[None, :] < n), other=0.0)
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(C + rows[:, None] * n + cols[None, :], acc,
+             mask=(rows[:, None] < n) & (cols[None, :] < n))
+"""
+
+
+def shipped_spirv() -> bytes:
+    """The product's Vulkan compute shader: ``shaders/matmul.spv``, built by
+    ``scripts/build-shaders`` from ``shaders/matmul.comp`` (a test checks they agree)."""
+    return resources.files(__package__).joinpath("shaders", "matmul.spv").read_bytes()
+
+
 @dataclass(frozen=True)
 class KernelSet:
     """One kernel in each backend's language. ``None``: no kernel for that backend."""
@@ -250,6 +285,11 @@ class KernelSet:
     cuda_ptx: str | None = CUDA_PTX
     hip: str | None = HIP_SOURCE
     entry: str = KERNEL_ENTRY
+    #: SPIR-V words of a GLSL compute shader (entry ``main``; bindings 0-2 = A, B, C;
+    #: push constant = n; 16 x 16 work-groups)
+    vulkan: bytes | None = field(default_factory=shipped_spirv, repr=False)
+    #: Python source defining ``@triton.jit`` function ``entry(A, B, C, n, TILE: constexpr)``
+    triton: str | None = TRITON_SOURCE
 
 
 PRODUCT_KERNELS = KernelSet(name=f"matmul-fp32-tiled{TILE}-n{N}")

@@ -171,6 +171,8 @@ def _devices() -> list[DeviceInfo]:
 class LevelZeroBackend(Backend):
     id = "level-zero"
     display = "oneAPI Level Zero (ctypes)"
+    model = "Level Zero"
+    runtime_libraries = ("libze_loader.so",)
     launch_skip = ("no SPIR-V kernel: gpusbom ships no SPIR-V module yet, so Level Zero devices "
                    "are enumerated but no kernel is launched")
 

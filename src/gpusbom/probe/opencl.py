@@ -240,6 +240,8 @@ def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
 class OpenCLBackend(Backend):
     id = "opencl"
     display = "OpenCL (pyopencl)"
+    model = "OpenCL"
+    runtime_libraries = ("libOpenCL",)
 
     def enumerate(self) -> list[DeviceInfo]:
         cl = _cl()
@@ -255,6 +257,7 @@ class OpenCLBackend(Backend):
                     raise _as_probe_error(cl, exc, "clGetDeviceInfo") from None
                 if icd:
                     facts["_icd"] = icd
+                    facts["icd"] = icd
                     if icds.count(icd) == 1:  # the ICD's only platform: index 0 when isolated
                         facts["_icd-di"] = str(di)
                 out.append(DeviceInfo(f"{pi}:{di}", dev.name.strip(), facts))

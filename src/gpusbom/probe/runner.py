@@ -13,10 +13,14 @@ and the probe goes on with the others.
 
 from __future__ import annotations
 
+import functools
+import glob
+import importlib.util
 import json
 import logging
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,6 +55,7 @@ class _Child:
     timed_out: bool = False
     stuck: bool = False  # did not exit even after SIGKILL
     waited: bool = False
+    python: str = sys.executable  # the interpreter it runs in
 
 
 def _child_env() -> dict[str, str]:
@@ -62,11 +67,42 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _has_package(python: str, package: str) -> bool:
+    """Whether the interpreter at ``python`` (a venv's or the system's) has ``package``
+    installed, read from its site directories without starting it."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    patterns = [os.path.join(prefix, "lib", "python3*", "site-packages", package),
+                os.path.join(prefix, "lib", "python3*", "dist-packages", package),
+                os.path.join(prefix, "lib", "python3", "dist-packages", package)]
+    if prefix == "/usr":
+        patterns.append(os.path.join("/usr/local/lib", "python3*", "dist-packages", package))
+    return any(os.path.isfile(os.path.join(d, "__init__.py"))
+               for pat in patterns for d in glob.glob(pat))
+
+
+def interpreter_for(package: str | None, python: str | None = None) -> str:
+    """The interpreter a backend's children run in: ``python`` when given; else this one
+    when it has ``package``; else the first of ``$VIRTUAL_ENV``/``$CONDA_PREFIX``'s python,
+    ``python3`` and ``python`` on PATH that has it; else this one (whose child then reports
+    the package missing, naming ``--python``)."""
+    if python:
+        return python
+    if package is None or importlib.util.find_spec(package) is not None:
+        return sys.executable
+    candidates = [os.path.join(os.environ[v], "bin", "python") for v in ("VIRTUAL_ENV", "CONDA_PREFIX")
+                  if os.environ.get(v)]
+    candidates += [p for p in (shutil.which("python3"), shutil.which("python")) if p]
+    for cand in candidates:
+        if os.access(cand, os.X_OK) and _has_package(cand, package):
+            return cand
+    return sys.executable
+
+
 def _start(child: _Child, env: dict[str, str]) -> None:
     with open(child.err, "wb") as err:
         child.start = time.perf_counter()
         child.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpusbom.probe.worker", *child.args, child.out],
+            [child.python, "-m", "gpusbom.probe.worker", *child.args, child.out],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             env=env, start_new_session=True, close_fds=True,
         )
@@ -181,6 +217,14 @@ def _backend_result(backend_id: str, child: _Child, timeout: float) -> ProbeResu
     return list(p["devices"])
 
 
+def _problems(backend_id: str, child: _Child) -> list[ProbeResult]:
+    """Backend-level errors an enumeration reported beside the devices it listed."""
+    p = _payload(child) or {}
+    return [ProbeResult(backend_id, ProbeOutcome.ERROR.value, seconds=round(child.seconds, 3),
+                        error_name=str(x.get("name") or "") or None, reason=str(x.get("message") or ""))
+            for x in p.get("problems") or [] if isinstance(x, dict)]
+
+
 def _device_result(backend_id: str, dev: dict[str, Any], child: _Child, timeout: float,
                    kernel_name: str) -> ProbeResult:
     r = ProbeResult(backend_id, ProbeOutcome.ERROR.value, device=dev["name"], device_id=dev["id"],
@@ -259,15 +303,16 @@ def _speculative_devices(be: Any, spec: dict[tuple[str, tuple[tuple[str, str], .
 
 
 def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str],
-                   kernel_name: str) -> list[ProbeResult]:
+                   kernel_name: str, python: str | None = None) -> list[ProbeResult]:
     tag = backend_id.replace("-", "_")
     be = backend(backend_id)
+    new_child = functools.partial(_Child, python=interpreter_for(be.python_package, python))
     # device children the backend can name before enumeration answers start now
     try:
         guesses = [] if be.launch_skip else be.speculate(tmp)
     except Exception:  # noqa: BLE001 - a guess that fails costs nothing but the head start
         guesses = []
-    enum = _Child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
+    enum = new_child(["enumerate", backend_id], os.path.join(tmp, f"{tag}.enum.json"),
                   os.path.join(tmp, f"{tag}.enum.err"))
     # when the guesses name every device, no enumeration child initialises the runtime
     # beside them (it slows each child's own initialisation): their answers list the devices
@@ -279,7 +324,7 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
         key = (child_id, tuple(sorted(extra.items())))
         if key in spec:
             continue
-        c = _Child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.s{i}.json"),
+        c = new_child(["run", backend_id, child_id], os.path.join(tmp, f"{tag}.s{i}.json"),
                    os.path.join(tmp, f"{tag}.s{i}.err"))
         _start(c, {**env, **extra} if extra else env)
         spec[key] = c
@@ -299,6 +344,8 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
             _wait(enum, timeout)
             got = _backend_result(backend_id, enum, timeout)
             if isinstance(got, ProbeResult):
+                if be.model:
+                    got.facts.setdefault("programming-model", be.model)
                 return [got]
             if be.launch_skip:
                 return [ProbeResult(backend_id, ProbeOutcome.SKIPPED.value, device=d["name"],
@@ -308,7 +355,7 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
                 child_id, extra = be.isolate(dev["id"], dict(dev.get("facts") or {}), tmp)
                 started = spec.pop((child_id, tuple(sorted(extra.items()))), None)
                 if started is None:
-                    started = _Child(["run", backend_id, child_id],
+                    started = new_child(["run", backend_id, child_id],
                                      os.path.join(tmp, f"{tag}.{i}.json"),
                                      os.path.join(tmp, f"{tag}.{i}.err"))
                     _start(started, {**env, **extra} if extra else env)
@@ -323,12 +370,20 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
         r.facts = _public(r.facts)
         if enum.proc is not None:  # absent when the device children listed the devices
             r.facts["enumerate-ms"] = f"{enum.seconds * 1000:.0f}"
+    if enum.proc is not None:
+        results += _problems(backend_id, enum)
+    for r in results:
+        if be.model:
+            r.facts.setdefault("programming-model", be.model)
     return results
 
 
 def run_probes(backends: Sequence[str] | None = None, *,
-               timeout: float = DEFAULT_TIMEOUT) -> list[ProbeResult]:
-    """Probe every device of every backend (or of ``backends``); never raises for a device."""
+               timeout: float = DEFAULT_TIMEOUT, python: str | None = None) -> list[ProbeResult]:
+    """Probe every device of every backend (or of ``backends``); never raises for a device.
+
+    ``python``: the interpreter for the backends that run a Python package (Triton, SYCL
+    through dpctl); by default the one that has the package (``interpreter_for``)."""
     ids = list(dict.fromkeys(backends or ALL_BACKENDS))
     unknown = [b for b in ids if b not in BACKEND_MODULES]
     if unknown:
@@ -340,6 +395,6 @@ def run_probes(backends: Sequence[str] | None = None, *,
     env = _child_env()
     with tempfile.TemporaryDirectory(prefix="gpusbom-probe-") as tmp, \
             ThreadPoolExecutor(max_workers=len(ids)) as pool:
-        futures = [pool.submit(_probe_backend, b, timeout, tmp, env, kernel_name) for b in ids]
+        futures = [pool.submit(_probe_backend, b, timeout, tmp, env, kernel_name, python) for b in ids]
         results = [r for f in futures for r in f.result()]
     return results

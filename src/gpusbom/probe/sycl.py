@@ -3,22 +3,62 @@
 Devices are enumerated through dpctl. The kernel is built from the OpenCL C source
 with ``dpctl.program.create_program_from_source``, which dpctl supports only for
 devices behind its OpenCL backend; devices behind Level Zero or CUDA report
-``skipped`` (their kernel would need SPIR-V). Not exercised in CI (no dpctl there).
+``skipped`` (their kernel would need SPIR-V), and so do OpenCL devices without USM
+(PoCL): dpctl's launch takes USM allocations only. OpenCL runtimes installed as wheels
+into the interpreter (Intel's ``intel-opencl-rt``: the CPU device) are made visible to
+the ICD loader (``runtime_icds``). The children run in the interpreter that has dpctl.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 from typing import Any
 
 from . import kernel as K
 from .base import Backend, DeviceInfo, ProbeError, ProbeSkipped, RunOutcome, register
 
 
+def runtime_icds(prefix: str | None = None) -> list[str]:
+    """OpenCL runtimes installed as Python wheels into the interpreter's prefix (Intel's
+    ``intel-opencl-rt`` puts ``etc/OpenCL/vendors/intel-cpu.icd`` and ``lib/libintelocl.so``
+    there): the libraries, for ``OCL_ICD_FILENAMES``. The system's ICD loader does not
+    look in a virtual environment, so without this dpctl would not see them."""
+    prefix = prefix or sys.prefix
+    vendors = os.path.join(prefix, "etc", "OpenCL", "vendors")
+    out: list[str] = []
+    try:
+        names = sorted(os.listdir(vendors))
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(".icd"):
+            continue
+        try:
+            with open(os.path.join(vendors, name), encoding="utf-8", errors="replace") as f:
+                lib = f.read(4096).strip()
+        except OSError:
+            continue
+        # the wheel's .icd holds its build prefix: the library is in this prefix's lib/
+        local = os.path.join(prefix, "lib", os.path.basename(lib))
+        if os.path.exists(local):
+            out.append(local)
+        elif os.path.isabs(lib) and os.path.exists(lib):
+            out.append(lib)
+    return out
+
+
 def _dpctl() -> Any:
+    extra = [p for p in runtime_icds() if p not in os.environ.get("OCL_ICD_FILENAMES", "").split(":")]
+    if extra:  # read by the ICD loader when dpctl's SYCL runtime first lists platforms
+        old = os.environ.get("OCL_ICD_FILENAMES")
+        os.environ["OCL_ICD_FILENAMES"] = ":".join(extra + ([old] if old else []))
     try:
         import dpctl
     except ImportError:
-        raise ProbeSkipped("dpctl is not installed (SYCL probe needs it)") from None
+        raise ProbeSkipped(f"dpctl is not installed for {sys.executable} (the SYCL probe needs it; "
+                           "choose the interpreter that has it with --python)") from None
     return dpctl
 
 
@@ -33,7 +73,15 @@ def _devices(dpctl: Any) -> list[Any]:
 
 
 def _facts(d: Any) -> dict[str, str]:
-    f: dict[str, str] = {}
+    f: dict[str, str] = {"programming-model": "SYCL", "python": sys.executable}
+    try:
+        import dpctl
+
+        f["runtime"] = f"dpctl {dpctl.__version__}"
+        f["platform"] = str(d.sycl_platform.name)
+        f["device-type"] = str(d.device_type).rsplit(".", 1)[-1]
+    except Exception:  # noqa: BLE001, S110 - facts this dpctl does not offer
+        pass
     for key, attr in (("vendor", "vendor"), ("driver-version", "driver_version"),
                       ("runtime-version", "backend"), ("max-work-group-size", "max_work_group_size"),
                       ("local-memory-bytes", "local_mem_size"), ("compute-units", "max_compute_units")):
@@ -53,6 +101,9 @@ def _facts(d: Any) -> dict[str, str]:
 class SyclBackend(Backend):
     id = "sycl"
     display = "SYCL (dpctl)"
+    model = "SYCL"
+    runtime_libraries = ("libsycl.so",)
+    python_package = "dpctl"
 
     def enumerate(self) -> list[DeviceInfo]:
         dpctl = _dpctl()
@@ -70,6 +121,9 @@ class SyclBackend(Backend):
         facts = _facts(d)
         if "opencl" not in str(d.backend).lower():
             raise ProbeSkipped(f"SYCL device behind {d.backend}: the probe kernel needs SPIR-V there")
+        if not getattr(d, "has_aspect_usm_device_allocations", True):
+            raise ProbeSkipped(f"the SYCL device's OpenCL platform ({facts.get('platform', '?')}) has no "
+                               "USM device allocations, which dpctl's kernel launch needs")
         try:
             q = dpctl.SyclQueue(d)
             prog = dpprog.create_program_from_source(q, kernels.opencl)
@@ -81,7 +135,7 @@ class SyclBackend(Backend):
             bufs[1].copy_from_host(np.frombuffer(b, dtype=np.uint8))
             bufs[2].copy_from_host(np.full(K.N * K.N, np.nan, dtype=np.float32).view(np.uint8))
             g = K.GROUPS * K.TILE
-            q.submit(knl, [*bufs, np.uint32(K.N)], [g, g], [K.TILE, K.TILE]).wait()
+            q.submit(knl, [*bufs, ctypes.c_uint32(K.N)], [g, g], [K.TILE, K.TILE]).wait()
             out = np.empty(nbytes, dtype=np.uint8)
             bufs[2].copy_to_host(out)
         except Exception as exc:  # noqa: BLE001 - dpctl's own exception types

@@ -18,13 +18,17 @@ import threading
 import time
 from typing import Any
 
-from .base import ProbeError, ProbeSkipped, backend
+from .base import ProbeError, ProbeSkipped, backend, mapped_libraries
 
 
 def _enumerate(backend_id: str) -> dict[str, Any]:
-    devs = backend(backend_id).enumerate()
-    return {"status": "ok",
-            "devices": [{"id": d.id, "name": d.name, "facts": d.facts} for d in devs]}
+    be = backend(backend_id)
+    devs = be.enumerate()
+    payload: dict[str, Any] = {
+        "status": "ok", "devices": [{"id": d.id, "name": d.name, "facts": d.facts} for d in devs]}
+    if be.problems:
+        payload["problems"] = [{"name": name, "message": msg} for name, msg in be.problems]
+    return payload
 
 
 def _run(backend_id: str, device_id: str) -> dict[str, Any]:
@@ -37,10 +41,16 @@ def _run(backend_id: str, device_id: str) -> dict[str, Any]:
     ref: list[list[int]] = []
     th = threading.Thread(target=lambda: ref.append(K.reference()), daemon=True)
     th.start()
-    outcome = backend(backend_id).run(device_id, ks)
+    be = backend(backend_id)
+    outcome = be.run(device_id, ks)
     th.join()
     err = K.max_abs_error(outcome.result, ref[0] if ref else None)
     facts = dict(outcome.facts)
+    if be.model:
+        facts.setdefault("programming-model", be.model)
+    libs = mapped_libraries(be.runtime_libraries)
+    if libs:
+        facts["runtime-library"] = ",".join(libs)
     facts["run-ms"] = f"{(time.perf_counter() - t0) * 1000:.1f}"
     payload: dict[str, Any] = {"status": "ok", "kernel": ks.name, "max_abs_error": err,
                                "facts": facts}

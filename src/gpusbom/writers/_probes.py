@@ -99,9 +99,15 @@ def probe_detail(p: ProbeResult) -> str:
 def probe_facts_text(p: ProbeResult) -> str:
     f = p.facts
     bits = []
-    for k, label in (("compute-capability", "cc"), ("isa", "isa"), ("simd-width", "simd"),
-                     ("max-work-group-size", "max-wg"), ("local-memory-bytes", "lmem"),
-                     ("runtime-version", "runtime"), ("driver-version", "driver")):
+    for k, label in (("compute-capability", "cc"), ("isa", "isa"), ("triton-target", "target"),
+                     ("simd-width", "simd"), ("max-work-group-size", "max-wg"),
+                     ("local-memory-bytes", "lmem"), ("runtime-version", "runtime"),
+                     ("runtime", "runtime"), ("triton-version", "triton"), ("api-version", "api"),
+                     ("driver-version", "driver")):
         if f.get(k):
             bits.append(f"{label} {f[k]}")
+    # the runtime library and ICD the launch really used, by file name
+    for k, label in (("runtime-library", "lib"), ("icd", "icd")):
+        if f.get(k):
+            bits.append(f"{label} " + ",".join(x.rsplit("/", 1)[-1] for x in f[k].split(",")))
     return "; ".join(bits)

@@ -168,12 +168,13 @@ def _probe_table(console: Console, result: ScanResult, bold: str) -> None:
         return
     console.print(Text(""))
     table = Table(box=box.SIMPLE_HEAD, header_style=bold or None, pad_edge=False)
-    for col in ("BACKEND", "DEVICE", "OUTCOME", "DETAIL", "TIME", "FACTS"):
+    for col in ("BACKEND", "MODEL", "DEVICE", "OUTCOME", "DETAIL", "TIME", "FACTS"):
         table.add_column(col, no_wrap=col in ("BACKEND", "OUTCOME", "TIME"), overflow="fold")
     rows = sorted(result.probes, key=lambda p: (p.device is None, p.backend, p.device_id or ""))
     for p in rows:
         table.add_row(
-            Text(p.label), Text(p.device or "-"), Text(p.outcome), Text(probe_detail(p)),
+            Text(p.label), Text(p.facts.get("programming-model", "-")), Text(p.device or "-"),
+            Text(p.outcome), Text(probe_detail(p)),
             Text(f"{p.seconds:.2f} s" if p.seconds is not None else "-"), Text(probe_facts_text(p)),
         )
     console.print(Text("Probe (tiled FP32 matmul, N=100, exact compare):", style=bold))
