@@ -54,6 +54,8 @@ class SourceChoice(str, Enum):
     dir = "dir"
     registry = "registry"
     sif = "sif"
+    containerd = "containerd"
+    containers_storage = "containers-storage"
 
 
 class CdxVersion(str, Enum):
@@ -74,7 +76,8 @@ def scan(
             "-i",
             help="name:tag, name@sha256:... (the local Docker Engine if it has the image, else "
             "the registry), registry:REF, docker:REF, docker-archive:PATH, oci-archive:PATH, "
-            "oci:DIR[:TAG], dir:PATH, sif:PATH (Apptainer/Singularity), or a bare path.",
+            "oci:DIR[:TAG], dir:PATH, sif:PATH (Apptainer/Singularity), containerd:REF, "
+            "containers-storage:REF, or a bare path.",
         ),
     ] = None,
     output: Annotated[

@@ -3,7 +3,8 @@
 ``resolve_source(reference)`` turns what the user typed into a ``Source``:
 
 * an explicit prefix: ``docker:REF``, ``registry:REF``, ``docker-archive:PATH[:NAME:TAG|:@N]``,
-  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH``, ``sif:PATH``;
+  ``oci-archive:PATH[:TAG]``, ``oci:DIR[:TAG]``, ``dir:PATH``, ``sif:PATH``,
+  ``containerd:REF``, ``containers-storage:REF``;
 * a path to an existing file (a SIF file, told apart by its magic; a ``docker save`` or
   OCI archive, told apart by its members) or directory (an OCI layout if it has ``oci-layout``, else a root filesystem);
 * otherwise an image reference (``name[:tag][@sha256:...]``), looked up in this order:
@@ -24,6 +25,8 @@ from ..errors import ImageFormatError, SourceNotFoundError, UsageError
 from ..fsview.types import Limits
 from .archive import AutoArchiveSource, DockerArchiveSource, OciArchiveSource, sniff_archive
 from .base import ReadContext, Source, SourceResult
+from .containerd import ContainerdSource
+from .containers_storage import ContainersStorageSource
 from .directory import DirectorySource
 from .engine import DockerEngineSource
 from .oci import OciLayoutSource
@@ -31,6 +34,8 @@ from .registry import RegistryOptions, RegistrySource
 from .sif import SifSource, is_sif
 
 SOURCES: dict[str, type[Source]] = {
+    "containerd": ContainerdSource,
+    "containers-storage": ContainersStorageSource,
     "docker": DockerEngineSource,
     "docker-archive": DockerArchiveSource,
     "oci-archive": OciArchiveSource,
@@ -129,6 +134,8 @@ def resolve_source(
 __all__ = [
     "SOURCES",
     "AutoArchiveSource",
+    "ContainerdSource",
+    "ContainersStorageSource",
     "DirectorySource",
     "DockerArchiveSource",
     "DockerEngineSource",
