@@ -174,7 +174,8 @@ def _adopt_file_facts(order: list[Component]) -> list[Component]:
     the same file, when there is exactly one."""
     by_path: dict[str, list[Component]] = {}
     for c in order:
-        if product_of(c) is not None:
+        # a product linked into a file (a static CUDA runtime) is part of it, not the file
+        if product_of(c) is not None and c.properties.get("linkage") != "static":
             for ev in c.evidence:
                 if ev.path and _file_evidence(ev):
                     lst = by_path.setdefault(ev.path, [])

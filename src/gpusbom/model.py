@@ -65,6 +65,8 @@ class EvidenceMethod(str, enum.Enum):
     HEADER = "header"  # #define in a C header
     SONAME = "soname"  # versioned shared-library file name
     ELF = "elf"  # content of an ELF file
+    ELF_SYMBOL = "elf-symbol"  # a version getter's constant, decoded statically
+    ELF_RODATA = "elf-rodata"  # a version string in an ELF file's data
     ENV = "env"  # image config environment
     LABEL = "label"  # image config labels
     FILENAME = "filename"  # other path-based evidence

@@ -228,8 +228,11 @@ def test_toolkit_tree_with_image_env(tmp_path: Path) -> None:
     cudart = by_name(comps, "cudart")
     assert [(e.method, e.path) for e in cudart.evidence] == [
         ("soname", f"{tk}/targets/x86_64-linux/lib/libcudart.so.13.0.96"),
+        # the library's own cudaRuntimeGetVersion constant (CUDART_VERSION 13000)
+        ("elf-symbol", f"{tk}/targets/x86_64-linux/lib/libcudart.so.13.0.96"),
         ("header", f"{tk}/targets/x86_64-linux/include/cuda_runtime_api.h"),
     ]
+    assert "= 13000" in (cudart.evidence[1].detail or "")
     assert "disagreement" not in cudart.properties
     [summary] = [s for s in summarize(comps) if s.stack == "cuda"]
     assert summary.text() == "CUDA 13.0.2 (toolkit 13.0.2, cudart 13.0.96, nvcc unknown)"

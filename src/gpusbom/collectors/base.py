@@ -11,8 +11,9 @@ some files but not others calls ``ctx.unknown(...)`` and carries on.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from ..fsview.types import EntryKind
 from ..model import Component, Evidence, Target, Unknown

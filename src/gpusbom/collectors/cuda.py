@@ -44,6 +44,9 @@ from packaging.utils import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
+from ._classify import hits as classifier_hits
+from ._classify import is_executable_path
+from ._classify import paths_for as classifier_paths
 from ._gpu import (
     Observations,
     install_location,
@@ -202,6 +205,15 @@ _WHEEL_DISTS = ("nvidia_*", "tensorrt*", "cutensor*")
 _TOOLKIT_ROOT_RX = re.compile(r"^/usr/local/cuda(?:-(\d+\.\d+))?$")
 _VERSION_TXT_RX = re.compile(r"CUDA Version\s+(\d+(?:\.\d+)+)")
 _CU_SUFFIX_RX = re.compile(r"-cu\d+(?=-|$)")
+#: auditwheel's renamed copies: ``libcudart-9335f6a2.so.10.2`` (hash before ``.so``)
+_RENAMED_RX = re.compile(r"^(?P<stem>lib[A-Za-z0-9_+.]+?)-(?P<hash>[0-9a-f]{8})$")
+_CLASSIFIED = ("cudart", "nvrtc", "nccl", "cudnn", "cublas", "cutlass")
+
+
+def renamed_stem(stem: str) -> tuple[str, str] | None:
+    """(original stem, hash) of an auditwheel-renamed library stem, else None."""
+    m = _RENAMED_RX.match(stem)
+    return (m.group("stem"), m.group("hash")) if m else None
 
 
 def soname_product(stem: str) -> str | None:
@@ -275,7 +287,7 @@ def _declared_version(var: str, value: str) -> str:
 @register
 class CudaCollector(Collector):
     id = "cuda"
-    version = "1"
+    version = "2"
     phase = 2
     paths = (
         PathSpec("/usr/local/cuda*/version.json", max_size=1024 * 1024),
@@ -286,22 +298,29 @@ class CudaCollector(Collector):
         *(PathSpec(f"/**/{d}.dist-info/METADATA", max_size=_META_MAX) for d in _WHEEL_DISTS),
         *(PathSpec(f"/**/{d}.dist-info/RECORD", max_size=_META_MAX) for d in _WHEEL_DISTS),
         PathSpec("/**/conda-meta/*.json", max_size=64 * 1024 * 1024),
+        *classifier_paths(_CLASSIFIED),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         obs = Observations("cuda")
         obs.cpe_products[TOOLKIT] = "cuda_toolkit"
         self._sonames(ctx, obs)
+        self._classified(ctx, obs)
         self._headers(ctx, obs)
         self._wheels(ctx, obs)
         self._conda(ctx, obs)
         roots = self._toolkit_roots(ctx, obs)
         self._env(ctx, obs, roots)
         for o in obs.items():
-            if o.name == TOOLKIT:
-                v = obs.chosen_version(o)
-                if v:
-                    o.properties["release"] = v
+            v = obs.chosen_version(o)
+            if o.name == TOOLKIT and v:
+                o.properties["release"] = v
+            # how the chosen version was read, when a classifier row gave it
+            best = max(o.versions, key=lambda t: (t[0], len(t[1])), default=None)
+            if best is not None and best[2].startswith("elf-"):
+                method, _, conf = best[2].partition(" ")
+                o.properties["version-method"] = method
+                o.properties["version-confidence"] = conf.rsplit(" ", 1)[-1]
         return obs.build()
 
     # -- files -------------------------------------------------------------------------------
@@ -315,15 +334,64 @@ class CudaCollector(Collector):
             so = parse_soname(path)
             if so is None or so.suffix is None:
                 continue
-            product = soname_product(so.stem)
+            stem, renamed = so.stem, renamed_stem(so.stem)
+            if renamed is not None:
+                stem = renamed[0]
+            product = soname_product(stem)
             if product is None or not is_regular(fs, path):
                 continue  # unversioned names and symlinks are not versions
             loc = install_location(path)
             detail = path.rsplit("/", 1)[1]
             ev = ctx.evidence(EvidenceMethod.SONAME.value, path, detail)
-            obs.add(
+            o = obs.add(
                 product, loc, ev, version=so.version, priority=_P_FILE, source="soname " + detail
             )
+            if renamed is not None:
+                # a vendored copy renamed by auditwheel (torch/lib, <project>.libs/)
+                o.properties["vendored-as"] = detail
+                o.properties["vendored-in"] = loc
+
+    def _classified(self, ctx: CollectContext, obs: Observations) -> None:
+        """Versions the binaries carry (classifier rows: getter constants, rodata strings)
+        and the CUDA runtime statically linked into executables and libraries."""
+        for entry in ctx.fs.entries():
+            analysis = entry.analysis
+            if not analysis or not any(k.startswith("classify/") for k in analysis):
+                continue
+            path = entry.path
+            if is_stub(path) or is_bundled(path):
+                continue
+            for hit in classifier_hits(analysis, path, _CLASSIFIED):
+                row = hit.row
+                so = parse_soname(path)
+                stem = so.stem if so else ""
+                renamed = renamed_stem(stem)
+                own = soname_product(renamed[0] if renamed else stem) == row.product
+                static = not own and row.product == "cudart"
+                if not own and not static and row.product not in ("nccl", "cutlass"):
+                    continue
+                if static or not own:
+                    # linked into another binary: a component of that binary
+                    loc = path
+                    props = {"linkage": "static", "embedded-in": path}
+                else:
+                    loc, props = install_location(path), {}
+                ev = ctx.evidence(hit.method, path, f"{hit.detail} ({row.confidence})")
+                conf = "low" if hit.version is None else row.confidence
+                o = obs.add(
+                    row.product,
+                    loc,
+                    ev,
+                    version=hit.version,
+                    priority=_P_FILE,
+                    source=f"{hit.method} {row.id} {conf}",
+                )
+                for k, v in props.items():
+                    o.properties.setdefault(k, v)
+                if hit.version is None:
+                    o.properties.setdefault("version-confidence", "low")
+                if is_executable_path(path):
+                    o.properties.setdefault("embedded-in-executable", path)
 
     def _headers(self, ctx: CollectContext, obs: Observations) -> None:
         fs = ctx.fs

@@ -1,7 +1,8 @@
-"""gpu-binaries: what the GPU code inside each shared library was built for.
+"""gpu-binaries: what the GPU code inside each shared library and executable was built for.
 
-Every shared library (``*.so``, ``*.so.*``) and raw GPU code file (``*.fatbin``, ``*.cubin``,
-``*.hsaco``) is fed, as its layer streams, to :class:`gpusbom.binary.stream.GpuCodeScanner`
+Every shared library (``*.so``, ``*.so.*``), executable (files of ``bin``, ``sbin`` and
+``libexec`` directories: ELF ``ET_EXEC`` or PIE) and raw GPU code file (``*.fatbin``,
+``*.cubin``, ``*.hsaco``) is fed, as its layer streams, to :class:`gpusbom.binary.stream.GpuCodeScanner`
 (nothing is kept: ``max_size=0``); files that start with neither an ELF nor a fatbin/bundle
 magic are not scanned. For each file with device code, one observation:
 
@@ -47,9 +48,13 @@ def _scanner() -> GpuCodeScanner:
     return GpuCodeScanner()
 
 
+#: executables (ELF ``ET_EXEC`` or PIE) get the same analysis as shared libraries; files of
+#: these directories that are not ELF are dropped after their first bytes
+EXEC_GLOBS = ("/**/bin/*", "/**/sbin/*", "/**/libexec/**")
+
 PATHS = tuple(
     PathSpec(p, max_size=0, stream=_scanner)
-    for p in ("/**/*.so", "/**/*.so.*", "/**/*.fatbin", "/**/*.cubin", "/**/*.hsaco")
+    for p in ("/**/*.so", "/**/*.so.*", "/**/*.fatbin", "/**/*.cubin", "/**/*.hsaco", *EXEC_GLOBS)
 )
 
 
@@ -62,9 +67,13 @@ def name_version(path: str) -> tuple[str, str | None, bool]:
             return base[: -len(ext)] or base, None, False
     m = _SO_RX.match(base)
     if not m:
-        return base, None, True
+        return base, None, not _is_executable(path)
     suffix = m.group("suffix")
     return m.group("stem"), suffix if suffix and "." in suffix else None, True
+
+
+def _is_executable(path: str) -> bool:
+    return any(f"/{d}/" in path for d in ("bin", "sbin", "libexec"))
 
 
 def properties(analysis: dict[str, Any]) -> dict[str, str]:
@@ -109,7 +118,7 @@ def _detail(analysis: dict[str, Any]) -> str:
 @register
 class GpuBinaries(Collector):
     id = "gpu-binaries"
-    version = "1"
+    version = "2"
     phase = 2
     paths = PATHS
 
@@ -140,7 +149,11 @@ class GpuBinaries(Collector):
             yield Component(
                 name=name,
                 version=version,
-                type=ComponentType.LIBRARY if is_lib else ComponentType.FILE,
+                type=ComponentType.LIBRARY
+                if is_lib
+                else ComponentType.APPLICATION
+                if _is_executable(path)
+                else ComponentType.FILE,
                 properties=props,
                 evidence=[ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis))],
                 ecosystem="generic",

@@ -81,6 +81,8 @@ TECHNIQUES: dict[str, tuple[AnalysisTechnique, Decimal]] = {
     "version-file": (AnalysisTechnique.MANIFEST_ANALYSIS, Decimal("0.8")),
     "header": (AnalysisTechnique.SOURCE_CODE_ANALYSIS, Decimal("0.7")),
     "elf": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.7")),
+    "elf-symbol": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.8")),
+    "elf-rodata": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.7")),
     "soname": (AnalysisTechnique.FILENAME, Decimal("0.6")),
     "filename": (AnalysisTechnique.FILENAME, Decimal("0.4")),
     "env": (AnalysisTechnique.OTHER, Decimal("0.5")),

@@ -1,0 +1,362 @@
+"""The binary classifier engine: applies :mod:`gpusbom.collectors.classifier_rows` to files
+as their layer streams (not a collector: the leading ``_`` keeps the registry from
+importing it as one).
+
+One :class:`ClassifierScanner` per file and row group (the rows whose globs the file name
+matches), fed every chunk once:
+
+* ``rodata`` rows: their ``anchor`` is searched with ``bytes.find`` in each chunk (plus a
+  512-byte overlap with the previous one) and the row regex is matched at each hit; a
+  presence row stops at its first match, a version row after :data:`MAX_VALUES` values;
+* ``symbol`` rows: the chunks are *referenced* (not copied) while the file is no larger
+  than the largest ``capture`` of its rows; at the end of the stream, when the getter's
+  name occurs in the file, :func:`gpusbom.binary.getters.read_getter` decodes it from
+  those chunks. Larger files drop the references at once (memory stays bounded).
+
+Files that do not start with the ELF magic are not looked at (``done`` after 4 bytes).
+The result lands in ``Entry.analysis["classify/<row ids>"]``; :func:`hits` turns it into
+:class:`Hit` objects (version by the row's rule) for the collectors. Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import io
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..fsview.spec import PathSpec
+from .classifier_rows import ROWS, Row, apply_rule
+
+__all__ = [
+    "EXEC_GLOBS",
+    "ClassifierScanner",
+    "Hit",
+    "hits",
+    "is_executable_path",
+    "paths_for",
+]
+
+#: Directories whose files are analysed as executables (ELF ``ET_EXEC`` or PIE).
+EXEC_GLOBS = ("/**/bin/*", "/**/sbin/*", "/**/libexec/**")
+#: Largest shared library checked for a static CUDA runtime (its chunks are referenced
+#: until the end of the stream, then searched once for the getter's name).
+STATIC_LIB_CAPTURE = 16 << 20
+#: Largest executable searched (bigger ones keep only their GPU code analysis).
+EXEC_LIMIT = 512 << 20
+MAX_VALUES = 8
+_OVERLAP = 512
+_SO_RX = re.compile(r"\.so(?:\.[0-9][0-9A-Za-z.]*)?$")
+
+
+class _Chunks(io.RawIOBase):
+    """A seekable read-only view of a list of byte chunks (no copy of the data)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+        self._starts: list[int] = []
+        n = 0
+        for c in chunks:
+            self._starts.append(n)
+            n += len(c)
+        self._size = n
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = self._size - self._pos
+        out: list[bytes] = []
+        while n > 0 and self._pos < self._size:
+            i = bisect.bisect_right(self._starts, self._pos) - 1
+            c = self._chunks[i]
+            at = self._pos - self._starts[i]
+            piece = c[at : at + n]
+            out.append(piece)
+            self._pos += len(piece)
+            n -= len(piece)
+        return b"".join(out)
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+class ClassifierScanner:
+    """Stream analyzer applying ``rows`` to one file (see the module docstring)."""
+
+    def __init__(self, rows: tuple[Row, ...], capture: int, limit: int | None = None) -> None:
+        self.rows = rows
+        #: the result key (one per row group: several groups may analyse one file)
+        self.key = "classify/" + ",".join(r.id for r in rows)
+        #: files larger than this are not searched at all (``done`` once it is passed)
+        self.limit = limit
+        self._seen = 0
+        self.rodata = [r for r in rows if r.evidence == "rodata"]
+        self.symbols = [r for r in rows if r.evidence == "symbol"]
+        self.capture = capture
+        self.done = False
+        self._elf: bool | None = None
+        self._etype = 0
+        self._chunks: list[bytes] | None = [] if self.symbols and capture else None
+        self._kept = 0
+        self._tail = b""
+        self._found: dict[str, list[str]] = {}
+        self._closed_rows: set[str] = set()
+
+    def feed(self, chunk: bytes) -> None:
+        if self.done or not chunk:
+            return
+        if self._elf is None:
+            self._elf = chunk[:4] == b"\x7fELF"
+            if not self._elf:
+                self.done = True
+                return
+            order = "little" if chunk[5:6] != b"\x02" else "big"
+            self._etype = int.from_bytes(chunk[16:18], order)  # type: ignore[arg-type]
+        self._seen += len(chunk)
+        if self.limit is not None and self._seen > self.limit:
+            self._chunks, self._found, self.done = None, {}, True
+            return
+        if self._chunks is not None:
+            if self._kept + len(chunk) <= self.capture:
+                self._chunks.append(chunk)
+                self._kept += len(chunk)
+            else:
+                self._chunks = None
+        if self.rodata:
+            buf = self._tail + chunk if self._tail else chunk
+            for row in self.rodata:
+                if row.id in self._closed_rows:
+                    continue
+                self._search(row, buf)
+            self._tail = buf[-_OVERLAP:]
+        if self._chunks is None and len(self._closed_rows) == len(self.rodata):
+            self.done = True
+
+    def _search(self, row: Row, buf: bytes) -> None:
+        rx = _compiled(row.pattern)
+        vals = self._found.setdefault(row.id, [])
+        at = buf.find(row.anchor)
+        while at >= 0:
+            m = rx.match(buf, at)
+            if m is not None:
+                v = (m.group("v") if "v" in rx.groupindex else m.group(0)).decode("ascii", "replace")
+                if v not in vals:
+                    vals.append(v)
+                if row.rule == "presence" or len(vals) >= MAX_VALUES:
+                    self._closed_rows.add(row.id)
+                    return
+            at = buf.find(row.anchor, at + 1)
+
+    def close(self) -> dict[str, Any] | None:
+        if not self._elf:
+            return None
+        out: dict[str, Any] = {"etype": self._etype}
+        rodata = {k: v for k, v in self._found.items() if v}
+        if rodata:
+            out["rodata"] = rodata
+        chunks, self._chunks = self._chunks, None
+        if chunks:
+            getters = self._getters(chunks)
+            if getters:
+                out["getters"] = getters
+        return {self.key: out} if len(out) > 1 else None
+
+    def _getters(self, chunks: list[bytes]) -> dict[str, Any]:
+        from ..binary.getters import read_getter
+
+        size = sum(len(c) for c in chunks)
+        out: dict[str, Any] = {}
+        for row in self.symbols:
+            if size > row.capture or not _contains(chunks, row.symbol.encode()):
+                continue
+            r = read_getter(
+                _Chunks(chunks),  # type: ignore[arg-type]
+                row.symbol,
+                kind=row.getter,
+                name=row.symbol,
+                tables=row.tables,
+            )
+            rec: dict[str, Any] = {"symbol": row.symbol}
+            if r.error:
+                rec["error"] = r.error
+            else:
+                rec["table"] = r.table
+                rec["address"] = r.address
+                rec["candidates"] = [
+                    {"value": c.value, "at": c.address, "insn": c.insn, "depth": c.depth}
+                    for c in r.candidates[:MAX_VALUES]
+                ]
+            out[row.id] = rec
+        return out
+
+
+def _contains(chunks: list[bytes], needle: bytes) -> bool:
+    prev = b""
+    for c in chunks:
+        if needle in prev[-len(needle) :] + c[: len(needle)] or needle in c:
+            return True
+        prev = c
+    return False
+
+
+_RX_CACHE: dict[bytes, re.Pattern[bytes]] = {}
+
+
+def _compiled(pattern: bytes) -> re.Pattern[bytes]:
+    rx = _RX_CACHE.get(pattern)
+    if rx is None:
+        rx = _RX_CACHE[pattern] = re.compile(pattern, re.DOTALL)
+    return rx
+
+
+# -- path specs --------------------------------------------------------------------------------
+
+_FACTORIES: dict[tuple[str, ...], Callable[[], ClassifierScanner]] = {}
+
+
+def _factory(
+    rows: tuple[Row, ...], capture: int, limit: int | None = None
+) -> Callable[[], ClassifierScanner]:
+    key = (*(r.id for r in rows), str(capture), str(limit))
+    f = _FACTORIES.get(key)
+    if f is None:
+
+        def f() -> ClassifierScanner:
+            return ClassifierScanner(rows, capture, limit)
+
+        f.__name__ = "classifier:" + ",".join(r.id for r in rows)
+        _FACTORIES[key] = f
+    return f
+
+
+def _named_rows(glob: str, rows: Iterable[Row]) -> tuple[Row, ...]:
+    return tuple(r for r in rows if glob in r.globs)
+
+
+def paths_for(products: Iterable[str] | None = None) -> tuple[PathSpec, ...]:
+    """PathSpecs streaming matched files through the rows of ``products`` (all: None).
+
+    Nothing is kept (``max_size=0``): the scanners reference chunks only while they need
+    them. Factories are shared, so several collectors asking for the same rows analyse a
+    file once."""
+    want = set(products) if products is not None else None
+    rows = tuple(r for r in ROWS if want is None or r.product in want)
+    specs: list[PathSpec] = []
+    named = sorted({g for r in rows for g in r.globs if g not in ("*.so*", "<executable>")})
+    for g in named:
+        grp = _named_rows(g, rows)
+        cap = max((r.capture for r in grp if r.evidence == "symbol"), default=0)
+        specs.append(PathSpec("/**/" + g, max_size=0, stream=_factory(grp, cap)))
+    static = _named_rows("*.so*", rows)
+    if static:
+        # every shared library: only the small ones (a static CUDA runtime in a 1 GB
+        # framework library is left to its own rows; searching every byte costs ~1 s/GB)
+        f = _factory(static, STATIC_LIB_CAPTURE, STATIC_LIB_CAPTURE)
+        specs += [PathSpec(p, max_size=0, stream=f) for p in ("/**/*.so", "/**/*.so.*")]
+    execs = _named_rows("<executable>", rows)
+    if execs:
+        cap = max(r.capture for r in execs)
+        f = _factory(execs, cap, EXEC_LIMIT)
+        specs += [PathSpec(p, max_size=0, stream=f) for p in EXEC_GLOBS]
+    return tuple(specs)
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One row's finding on one file: ``version`` None for presence rows (or an implausible
+    constant, then ``raw`` still says what was read)."""
+
+    row: Row
+    path: str
+    version: str | None
+    raw: str
+    detail: str
+    method: str  # "elf-rodata" or "elf-symbol"
+
+
+def is_executable_path(path: str) -> bool:
+    base = posixpath.basename(path)
+    if _SO_RX.search(base):
+        return False
+    return any(f"/{d}/" in path for d in ("bin", "sbin", "libexec"))
+
+
+def _applies(row: Row, path: str, etype: int) -> bool:
+    base = posixpath.basename(path)
+    for g in row.globs:
+        if g == "<executable>":
+            if is_executable_path(path) and etype in (2, 3):
+                return True
+        elif fnmatch.fnmatchcase(base, g):
+            if row.elf == "exec" and etype not in (2, 3):
+                continue
+            if row.elf == "lib" and etype != 3:
+                continue
+            return True
+    return False
+
+
+def hits(analysis: dict[str, Any] | None, path: str, products: Iterable[str] | None = None) -> list[Hit]:
+    """The classifier findings in an entry's ``analysis`` for ``path`` (rows of
+    ``products``, all when None), in row order."""
+    rodata: dict[str, Any] = {}
+    getters: dict[str, Any] = {}
+    etype = 0
+    for key, c in (analysis or {}).items():
+        if not key.startswith("classify/") or not isinstance(c, dict):
+            continue
+        etype = int(c.get("etype") or etype)
+        rodata.update(c.get("rodata") or {})
+        getters.update(c.get("getters") or {})
+    if not (rodata or getters):
+        return []
+    want = set(products) if products is not None else None
+    out: list[Hit] = []
+    for row in ROWS:
+        if want is not None and row.product not in want:
+            continue
+        if not _applies(row, path, etype):
+            continue
+        if row.evidence == "rodata":
+            for raw in rodata.get(row.id) or ():
+                ver = apply_rule(row.rule, raw) if row.rule != "presence" else None
+                detail = f"{row.id}: {raw!r}" if row.rule == "presence" else f"{row.id}: {raw}"
+                out.append(Hit(row, path, ver, str(raw), detail, "elf-rodata"))
+        else:
+            g = getters.get(row.id)
+            if not isinstance(g, dict) or g.get("error"):
+                continue
+            for cand in g.get("candidates") or ():
+                ver = apply_rule(row.rule, int(cand["value"]))
+                if ver is None:
+                    continue
+                detail = (
+                    f"{row.symbol} ({g.get('table')}) at {int(g.get('address') or 0):#x}: "
+                    f"{cand['insn']} at {int(cand['at']):#x} = {cand['value']}"
+                )
+                out.append(Hit(row, path, ver, str(cand["value"]), detail, "elf-symbol"))
+                break
+    return out
