@@ -125,7 +125,7 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "nccl-rodata", "nccl", "cuda",
-        ("libnccl.so*", "libnccl-*.so*", "libnccl_static*", "libtorch_cuda*.so*"),
+        ("libnccl.so*", "libnccl-*.so*"),
         "rodata", "verbatim", "high",
         Source("wheel", "nvidia-nccl-cu12", "2.19.3", "nvidia/nccl/lib/libnccl.so.2", "2.19.3"),
         anchor=b"NCCL version ",
