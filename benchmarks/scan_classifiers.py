@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""What the binary classifiers (version getters, rodata rows, executables) add to a scan.
+
+Scans the image of ``benchmarks/scan_gpu_binaries.py`` (``libtorch_cuda.so`` of torch 2.8.0,
+1,015 MB; ``libcublasLt.so.12`` 749 MB; ``libtorch_cpu.so`` 435 MB; built once and cached)
+with every collector, once with the source tree of ``--baseline`` (a git revision without
+the classifiers, exported with ``git archive``) and once with this checkout, interleaved,
+best of ``--repeat`` each, as child processes. Prints both and the growth (target: at most
+10%).
+
+    python benchmarks/scan_classifiers.py --baseline <rev> [--repeat 3] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import scan_gpu_binaries as bench  # noqa: E402
+
+
+def export(rev: str, dest: Path) -> Path:
+    """The ``src`` tree of ``rev`` under ``dest``."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        tf.extractall(dest, filter="data")
+    return dest / "src"
+
+
+def run_scan(src: Path, ref: str, out: Path) -> float:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    cmd = [sys.executable, "-m", "gpusbom", "scan", "--image", ref, "-q", "-o", f"json={out}"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 4):
+        raise SystemExit(f"scan failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return wall
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", required=True, help="git revision without the classifiers")
+    ap.add_argument("--cache", type=Path, default=bench.DEFAULT_CACHE)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
+    args = ap.parse_args()
+    layout = bench.build_image(args.cache)
+    ref = f"oci:{layout}"
+    with tempfile.TemporaryDirectory(prefix="gpusbom-bench-") as tmp:
+        base_src = export(args.baseline, Path(tmp))
+        cur_src = ROOT / "src"
+        out = Path(tmp) / "scan.json"
+        base_t, cur_t = [], []
+        for _ in range(args.repeat):
+            base_t.append(run_scan(base_src, ref, out))
+            cur_t.append(run_scan(cur_src, ref, out))
+        comps = json.loads(out.read_text()).get("components", [])
+    base, cur = min(base_t), min(cur_t)
+    growth = (cur - base) / base
+    print(f"image        {layout}")
+    for c in comps:
+        p = c.get("properties") or {}
+        if any("classif" in (e.get("detail") or "") or (e.get("method") or "").startswith("elf-")
+               for e in c.get("evidence") or ()):
+            print(f"  {c.get('name')} {c.get('version')}: {p.get('gpusbom:version-method', '')}")
+    print(f"baseline {args.baseline}: {base:.2f} s (runs {', '.join(f'{x:.2f}' for x in base_t)})")
+    print(f"this tree:   {cur:.2f} s (runs {', '.join(f'{x:.2f}' for x in cur_t)})")
+    print(f"growth       {cur - base:+.2f} s = {growth * 100:+.1f}% (target <= 10%)")
+    ok = growth <= 0.10
+    print("result       " + ("within target" if ok else "TARGET MISSED"))
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

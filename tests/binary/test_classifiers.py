@@ -1,0 +1,246 @@
+"""Binary classifier rows on real bytes, and the getter decoder on hostile ones.
+
+Every row of ``gpusbom.collectors.classifier_rows.ROWS`` has one snippet test: the member the
+row's ``source`` names is taken, at test time, from the pinned real artifact (PyPI wheel or
+Debian package, fetched into the fixture cache and checked against the row's sha256; an
+executable built here with nvcc), nothing is committed. ``rodata`` rows are cut down to the
+ELF header plus 4 KiB around the anchor; ``symbol`` rows need the symbol and section tables,
+so they get the whole member. The scanner is fed the snippet in 1 MiB chunks, as a layer
+streams, and must give exactly the version the artifact's own metadata says (``expect``).
+
+The hostile tests patch a real ``libcudart.so.12`` (pinned wheel): a jump loop at the getter,
+a call loop, a symbol pointing outside its section. The decoder must end, quickly, with no
+constant (or a clear error), never executing anything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gpusbom.binary.getters import MAX_INSNS, read_getter
+from gpusbom.collectors._classify import ClassifierScanner, hits
+from gpusbom.collectors.classifier_rows import ROWS, Row, apply_rule
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK = ROOT / "fixtures" / "check"
+
+
+def _fetch(row: Row) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from fixtures.fetch import Pin, fetch
+
+    s = row.source
+    arch = "amd64" if s.kind == "deb" else ""
+    return fetch(Pin(s.kind, s.name, s.version, s.file, s.sha256, s.size, arch))
+
+
+def _member(row: Row, tmp: Path) -> bytes:
+    """The member bytes of the row's pinned artifact."""
+    s = row.source
+    if s.kind == "nvcc":
+        return (_nvcc_app(tmp)).read_bytes()
+    art = _fetch(row)
+    if s.kind == "wheel":
+        with zipfile.ZipFile(art) as z:
+            return z.read(s.member)
+    # a .deb: ar archive holding data.tar.*; dpkg-deb is on every Debian machine
+    out = tmp / "deb"
+    subprocess.run(["dpkg-deb", "-x", str(art), str(out)], check=True)
+    return (out / s.member).read_bytes()
+
+
+_APP_SRC = r"""
+#include <cstdio>
+__global__ void vadd(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }
+int main() { int v = 0; cudaRuntimeGetVersion(&v); printf("%d\n", v);
+  vadd<<<1, 1>>>(0, 0, 0, 0); return 0; }
+"""
+
+
+def _nvcc_app(tmp: Path) -> Path:
+    """An executable with the static CUDA runtime (nvcc's default) and sm_80 + sm_90 SASS
+    and compute_90 PTX, built here (the nvcc fixtures' toolchain)."""
+    sys.path.insert(0, str(CHECK))
+    import build  # fixtures/check/build.py
+
+    try:
+        nvcc = build.find_tool("nvcc")
+    except build.ToolMissing as exc:
+        pytest.skip(f"nvcc: {exc}")
+    src = tmp / "app.cu"
+    src.write_text(_APP_SRC)
+    out = tmp / "app"
+    subprocess.run(
+        [nvcc, "-cudart", "static", "-gencode", "arch=compute_80,code=sm_80",
+         "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-o", str(out), str(src)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return out
+
+
+def _snippet(row: Row, data: bytes) -> bytes:
+    if row.evidence == "symbol":
+        return data
+    at = data.find(row.anchor)
+    assert at >= 0, f"{row.id}: anchor not in {row.source.member}"
+    return data[:64] + data[max(64, at - 2048) : at + 2048]
+
+
+def _scan(rows: tuple[Row, ...], data: bytes, capture: int) -> dict[str, object] | None:
+    sc = ClassifierScanner(rows, capture)
+    for i in range(0, len(data), 1 << 20):
+        sc.feed(data[i : i + (1 << 20)])
+    return sc.close()
+
+
+def _path(row: Row) -> str:
+    if "<executable>" in row.globs:
+        return "/usr/local/bin/app"
+    name = row.source.member.rsplit("/", 1)[-1]
+    return "/opt/lib/" + name
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_row_snippet(row: Row, tmp_path: Path) -> None:
+    data = _snippet(row, _member(row, tmp_path))
+    analysis = _scan((row,), data, max(row.capture, len(data)))
+    found = [h for h in hits(analysis, _path(row)) if h.row.id == row.id]
+    assert found, f"{row.id} found nothing in {row.source.name} {row.source.version}"
+    if row.source.expect == "present":
+        assert found[0].version is None and found[0].raw
+    else:
+        assert found[0].version == row.source.expect
+    # the same bytes under a name the row does not cover give nothing
+    assert not [h for h in hits(analysis, "/opt/lib/libunrelated.so.1") if h.row.id == row.id] \
+        or "*.so*" in row.globs
+
+
+def test_row_snippet_fails_on_other_bytes(tmp_path: Path) -> None:
+    """The snippet test can fail: a row on another row's artifact finds nothing."""
+    nvrtc = next(r for r in ROWS if r.id == "nvrtc-rodata")
+    nccl = next(r for r in ROWS if r.id == "nccl-getter")
+    data = _member(nvrtc, tmp_path)
+    analysis = _scan((nccl,), data, len(data))
+    assert not hits(analysis, "/opt/lib/libnccl.so.2")
+
+
+def test_rules() -> None:
+    assert apply_rule("code-10000", 21903) == "2.19.3"
+    assert apply_rule("code-10000", 90100) == "9.1.0"
+    assert apply_rule("code-1000", 8905) == "8.9.5"
+    assert apply_rule("cuda-code", 12040) == "12.4"
+    assert apply_rule("cuda-code", 12045) is None  # not a CUDART_VERSION
+    assert apply_rule("hip-code", 50221153) == "5.2.21153"
+    assert apply_rule("code-10000", 4) is None  # ncclInvalidArgument, not a version
+
+
+# -- hostile snippets ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cudart(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    row = next(r for r in ROWS if r.id == "cudart-getter")
+    return _member(row, tmp_path_factory.mktemp("cudart"))
+
+
+def _symbol(data: bytes, name: str) -> tuple[int, int, int]:
+    """(file offset of the .dynsym entry, symbol value, file offset of the code)."""
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(data))
+    dynsym = elf.get_section_by_name(".dynsym")
+    for i, sym in enumerate(dynsym.iter_symbols()):
+        if sym.name == name:
+            entry = dynsym["sh_offset"] + i * dynsym["sh_entsize"]
+            sec = elf.get_section(sym["st_shndx"])
+            code = sym["st_value"] - sec["sh_addr"] + sec["sh_offset"]
+            return entry, sym["st_value"], code
+    raise AssertionError(name)
+
+
+def test_getter_on_real_cudart(cudart: bytes) -> None:
+    r = read_getter(io.BytesIO(cudart), "cudaRuntimeGetVersion", kind="out")
+    assert r.error is None and [c.value for c in r.candidates] == [12040]
+    assert r.candidates[0].depth == 1  # stored by the callee the wrapper calls
+
+
+def test_hostile_jump_loop(cudart: bytes) -> None:
+    _, _, code = _symbol(cudart, "cudaRuntimeGetVersion")
+    bad = bytearray(cudart)
+    bad[code : code + 2] = b"\xeb\xfe"  # jmp . (a loop onto itself)
+    t0 = time.perf_counter()
+    r = read_getter(io.BytesIO(bytes(bad)), "cudaRuntimeGetVersion", kind="out")
+    assert time.perf_counter() - t0 < 5
+    assert r.error is None and r.candidates == ()
+
+
+def test_hostile_call_loop(cudart: bytes) -> None:
+    """A getter that calls itself, forever: every function is entered once."""
+    _, value, code = _symbol(cudart, "cudaRuntimeGetVersion")
+    bad = bytearray(cudart)
+    rel = (value - (value + 5)) & 0xFFFFFFFF
+    for k in range(0, 400, 5):  # call <entry>, over and over
+        bad[code + k : code + k + 5] = b"\xe8" + ((rel - k) & 0xFFFFFFFF).to_bytes(4, "little")
+    r = read_getter(io.BytesIO(bytes(bad)), "cudaRuntimeGetVersion", kind="out")
+    assert r.candidates == ()
+    assert r.error is None
+
+
+def test_hostile_symbol_outside_section(cudart: bytes) -> None:
+    entry, value, _ = _symbol(cudart, "cudaRuntimeGetVersion")
+    bad = bytearray(cudart)
+    bad[entry + 8 : entry + 16] = (0x7FFF_FFFF_0000).to_bytes(8, "little")  # st_value
+    r = read_getter(io.BytesIO(bytes(bad)), "cudaRuntimeGetVersion", kind="out")
+    assert r.candidates == ()
+    assert r.error is not None and "outside its section" in r.error
+
+
+def test_hostile_truncated_and_not_elf(cudart: bytes) -> None:
+    r = read_getter(io.BytesIO(cudart[:4096]), "cudaRuntimeGetVersion", kind="out")
+    assert r.candidates == () and r.error
+    r = read_getter(io.BytesIO(b"\x7fELF" + b"\xff" * 60), "x", kind="return")
+    assert r.candidates == () and r.error
+    assert MAX_INSNS <= 4096
+
+
+def test_scanner_drops_non_elf_and_bounds_memory() -> None:
+    row = next(r for r in ROWS if r.id == "nccl-getter")
+    sc = ClassifierScanner((row,), 1 << 20)
+    sc.feed(b"#!/bin/sh\n" + b"x" * 100)
+    assert sc.done and sc.close() is None
+    sc = ClassifierScanner((row,), 1 << 20)
+    sc.feed(b"\x7fELF" + b"\0" * (1 << 20))  # past the capture: references dropped
+    assert sc._chunks is None  # noqa: SLF001
+
+
+def test_static_cudart_targets_in_executable(tmp_path: Path) -> None:
+    """An nvcc executable: static cudart 13.0 from its .symtab getter, its SASS and PTX
+    targets from the fatbin (gpu-binaries on executables), as separate components."""
+    from gpusbom.cli.app import main
+
+    app = _nvcc_app(tmp_path)
+    root = tmp_path / "root"
+    (root / "usr/local/bin").mkdir(parents=True)
+    shutil.copy(app, root / "usr/local/bin/app")
+    out = tmp_path / "out.json"
+    assert main(["scan", "--root", str(root), "--analyze-binaries", "-q", "-o", f"json={out}"]) == 0
+    comps = json.loads(out.read_text())["components"]
+    cudart = [c for c in comps if c["name"] == "cudart"]
+    assert len(cudart) == 1 and cudart[0]["version"] == "13.0"
+    p = cudart[0]["properties"]
+    assert p["linkage"] == "static" and p["embedded-in"] == "/usr/local/bin/app"
+    assert p["version-method"] == "elf-symbol" and p["version-confidence"] == "medium"
+    [exe] = [c for c in comps if c["name"] == "app"]
+    assert exe["type"] == "application"
+    assert exe["properties"]["cuda:sass"] == "sm_80,sm_90"
+    assert exe["properties"]["cuda:ptx"] == "compute_90"
