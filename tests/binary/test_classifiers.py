@@ -197,7 +197,7 @@ def test_hostile_call_loop(cudart: bytes) -> None:
 
 
 def test_hostile_symbol_outside_section(cudart: bytes) -> None:
-    entry, value, _ = _symbol(cudart, "cudaRuntimeGetVersion")
+    entry, _, _ = _symbol(cudart, "cudaRuntimeGetVersion")
     bad = bytearray(cudart)
     bad[entry + 8 : entry + 16] = (0x7FFF_FFFF_0000).to_bytes(8, "little")  # st_value
     r = read_getter(io.BytesIO(bytes(bad)), "cudaRuntimeGetVersion", kind="out")
@@ -220,7 +220,7 @@ def test_scanner_drops_non_elf_and_bounds_memory() -> None:
     assert sc.done and sc.close() is None
     sc = ClassifierScanner((row,), 1 << 20)
     sc.feed(b"\x7fELF" + b"\0" * (1 << 20))  # past the capture: references dropped
-    assert sc._chunks is None  # noqa: SLF001
+    assert sc._chunks is None
 
 
 def test_static_cudart_targets_in_executable(tmp_path: Path) -> None:
