@@ -1,5 +1,5 @@
 """``gpusbom inventory``: the fleet inventory (ingest, query, affected, drift, hosts, images,
-metrics, export). The database is ``--db URL`` or ``$GPUSBOM_INVENTORY_DB``, else an SQLite
+metrics, export, serve). The database is ``--db URL`` or ``$GPUSBOM_INVENTORY_DB``, else an SQLite
 file in the user data dir. Exit codes: 0 ok, 1 ``affected --fail`` found something,
 2 usage, 3 bad input or an unusable database (one line; the password is never shown)."""
 
@@ -445,6 +445,34 @@ def export(
                     raise InputError(f"inventory: no scan or host/image {scan!r}") from None
             doc = json.loads(store.document(sid))
         _emit(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", output)
+        code = EXIT_OK
+    except Exception as exc:  # noqa: BLE001
+        code = _fail(exc, debug)
+    raise typer.Exit(code)
+
+
+@inventory_app.command("serve")
+def serve(
+    db: DbOpt = None,
+    bind: Annotated[str, typer.Option("--bind", help="HOST:PORT to listen on ([::1]:8080 for "
+                                      "IPv6). Localhost by default: put a reverse proxy or "
+                                      "--auth-token-file in front of anything wider.")
+                    ] = "127.0.0.1:8080",
+    auth_token_file: Annotated[
+        str | None, typer.Option("--auth-token-file", help="A file holding one token: every "
+                                 "request then needs 'Authorization: Bearer TOKEN' (or basic "
+                                 "auth with the token as password).")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """A read-only web dashboard over the inventory: fleet overview, search, advisories,
+    the image x GPU compatibility matrix, hosts, images; a JSON API for each page
+    (/api/openapi.json) and Prometheus /metrics. Runs until interrupted."""
+    try:
+        from ...inventory.web import serve as _serve
+
+        _serve(db, bind=bind, token_file=auth_token_file)
+        code = EXIT_OK
+    except KeyboardInterrupt:
         code = EXIT_OK
     except Exception as exc:  # noqa: BLE001
         code = _fail(exc, debug)

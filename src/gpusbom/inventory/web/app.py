@@ -1,0 +1,300 @@
+"""The dashboard's ASGI application (Starlette): pages, their JSON API, OpenAPI, /metrics.
+
+Read-only by construction: every route is GET (HEAD), the store is only read, and nothing
+the server holds is secret except the database URL (shown with its password hidden) and
+the optional access token (never shown). Every response carries a strict
+Content-Security-Policy: the pages hold no script at all and load styles and images from
+this server only, so a string from a hostile image can at worst be shown, never run.
+
+Links are relative (every page lives at the top level: ``search``, ``host?name=...``), so
+the dashboard works unchanged behind a reverse proxy that maps a path prefix onto it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.schemas import SchemaGenerator
+from starlette.staticfiles import StaticFiles
+
+from ... import __version__
+from ...errors import InputError, UsageError
+from ..store import Store
+from . import fleet, pages
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]],
+                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+log = logging.getLogger("gpusbom.inventory.web")
+
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+       "base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+_HERE = Path(str(resources.files(__package__)))
+
+
+class Guard:
+    """ASGI middleware: the security headers on every response, and (with a token) HTTP
+    bearer or basic authentication (any user name, the token as password) on every route."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.token is None:
+            return True
+        auth = next((v for k, v in scope.get("headers", []) if k == b"authorization"), b"")
+        scheme, _, cred = auth.partition(b" ")
+        given = b""
+        if scheme.lower() == b"bearer":
+            given = cred.strip()
+        elif scheme.lower() == b"basic":
+            try:
+                given = base64.b64decode(cred.strip(), validate=True).partition(b":")[2]
+            except ValueError:
+                given = b""
+        return hmac.compare_digest(given, self.token)
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
+                       send: Callable[[Message], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        if not self._authorized(scope):
+            resp = PlainTextResponse("401 unauthorized: give the dashboard's token "
+                                     "(Authorization: Bearer TOKEN, or basic auth with the "
+                                     "token as password)\n", status_code=401, headers={
+                                         "WWW-Authenticate": 'Basic realm="gpusbom", '
+                                         'charset="UTF-8"'})
+            await resp(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+
+def _templates() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["short"] = lambda s, n=12: (s or "")[:n]
+    env.filters["sev"] = lambda d: ", ".join(f"{k} {v}" for k, v in sorted((d or {}).items()))
+    return env
+
+
+class Dashboard:
+    """The application's state: one store, the advisory database, the caches."""
+
+    def __init__(self, url: str | None, *, adb: Any = None) -> None:
+        from ...advisories.db import load_active
+
+        self.store = Store(url)
+        self.adb = adb if adb is not None else load_active()
+        self.cache = pages.Cache()
+        self.env = _templates()
+
+    def html(self, template: str, request: Request, data: dict[str, Any],
+             status: int = 200) -> Response:
+        body = self.env.get_template(template).render(
+            data=data, db=self.store.display_url, version=__version__,
+            request_query=request.query_params)
+        return HTMLResponse(body, status_code=status)
+
+    def builders(self) -> dict[str, Callable[[Request], dict[str, Any]]]:
+        q = _q
+        return {
+            "overview": lambda r: pages.overview(self.store, self.adb),
+            "search": lambda r: pages.search(self.store, {
+                **{k: q(r, k) for k in pages.SEARCH_FIELDS if k != "label"},
+                "label": r.query_params.getlist("label")}),
+            "advisories": lambda r: pages.advisories(self.store, self.adb),
+            "advisory": lambda r: pages.advisory(self.store, self.adb, q(r, "id")),
+            "matrix": lambda r: fleet.matrix(self.store, self.cache),
+            "cell": lambda r: fleet.cell(self.store, self.cache, q(r, "image"), q(r, "gpu")),
+            "host": lambda r: fleet.host(self.store, self.cache, q(r, "name")),
+            "image": lambda r: fleet.image(self.store, self.cache, q(r, "name")),
+        }
+
+
+def _q(request: Request, key: str) -> str:
+    return str(request.query_params.get(key, ""))[:1000]
+
+
+def _error_status(exc: BaseException) -> int:
+    return 404 if isinstance(exc, InputError) else 400 if isinstance(exc, UsageError) else 500
+
+
+def _endpoints(dash: Dashboard, name: str, build: Callable[[Request], dict[str, Any]],
+               doc: str) -> tuple[Callable[[Request], Response], Callable[[Request], Response]]:
+    def compute(request: Request) -> tuple[dict[str, Any], int]:
+        try:
+            return build(request), 200
+        except (InputError, UsageError) as exc:
+            return {"error": str(exc)}, _error_status(exc)
+        except Exception:
+            log.exception("page %s failed", name)
+            return {"error": "internal error (see the server log)"}, 500
+
+    def page(request: Request) -> Response:
+        data, status = compute(request)
+        if status != 200:
+            return dash.html("error.html", request, data, status)
+        return dash.html(f"{name}.html", request, data)
+
+    def api(request: Request) -> Response:
+        data, status = compute(request)
+        return JSONResponse(data, status_code=status)
+
+    page.__name__ = f"page_{name}"
+    api.__name__ = f"api_{name}"
+    api.__doc__ = doc
+    return page, api
+
+
+# OpenAPI descriptions of the API routes (YAML after "---", read by SchemaGenerator)
+_DOCS = {
+    "overview": "Hosts by GPU model, driver branch, CUDA version and probe outcome; images by "
+                "stack; the advisory database's age.",
+    "search": "Where is a component: the query language of `gpusbom inventory query`.",
+    "advisories": "The advisories of the database with the hosts/images they touched at scan "
+                  "time.",
+    "advisory": "The hosts and images an advisory touches (re-matched now), with fixed "
+                "version and status, and the not-affected statements the scans recorded.",
+    "matrix": "Stored images x host GPU kinds, coloured by `gpusbom check` verdict.",
+    "cell": "One matrix cell: the verdict of an image on a host GPU kind, with its reasons.",
+    "host": "One host: GPUs, driver, firmware, images on the node, probe history, drift.",
+    "image": "One image: stack, layers, findings, SASS/PTX/gfx coverage per GPU kind.",
+}
+_PARAMS = {
+    "search": [("component", "Package or GPU product name (cudnn)"),
+               ("version", "Version range ('<9.1', '>=9.0,<9.1')"),
+               ("scheme", "Version scheme (deb, rpm, pep440, ...)"),
+               ("host", "Host name glob"), ("image", "Image name:tag glob"),
+               ("kind", "host, image or sbom"), ("label", "KEY=GLOB or KEY; repeatable"),
+               ("all_scans", "Any value: every scan kept, not only the latest")],
+    "advisory": [("id", "Advisory id or CVE")],
+    "cell": [("image", "Image subject (name:tag)"), ("gpu", "GPU kind key (see /api/matrix)")],
+    "host": [("name", "Host name")],
+    "image": [("name", "Image subject (name:tag)")],
+}
+
+
+def _doc(name: str) -> str:
+    lines = ["---", f"summary: {_DOCS[name]!r}", f"operationId: {name}"]
+    if name in _PARAMS:
+        lines.append("parameters:")
+        for pname, text in _PARAMS[name]:
+            req = "true" if name in ("advisory", "cell", "host", "image") else "false"
+            lines += [f"  - name: {pname}", "    in: query", f"    required: {req}",
+                      f"    description: {text!r}", "    schema: {type: string}"]
+    lines += ["responses:", "  '200': {description: 'The page data (JSON)'}",
+              "  '400': {description: 'Bad parameter (error: text)'}",
+              "  '404': {description: 'No such host, image, advisory (error: text)'}",
+              "  '401': {description: 'Missing or wrong token (with --auth-token-file)'}"]
+    return "\n".join(lines)
+
+
+def create_app(url: str | None, *, token: str | None = None, adb: Any = None) -> ASGIApp:
+    """The dashboard over the inventory at ``url``; ``token``: required on every request."""
+    dash = Dashboard(url, adb=adb)
+    routes: list[Any] = []
+    paths = {"overview": "/"}
+    for name, build in dash.builders().items():
+        page, api = _endpoints(dash, name, build, _doc(name))
+        path = paths.get(name, f"/{name}")
+        routes.append(Route(path, page, methods=["GET"], include_in_schema=False))
+        routes.append(Route(f"/api/{name}", api, methods=["GET"]))
+
+    schemas = SchemaGenerator({"openapi": "3.0.3", "info": {
+        "title": "gpusbom inventory dashboard", "version": __version__,
+        "description": "Read-only JSON API of the fleet inventory: one route per page."}})
+
+    def openapi(request: Request) -> Response:
+        return JSONResponse(schemas.get_schema(routes=app.routes))
+
+    def metrics(request: Request) -> Response:
+        try:
+            text = dash.store.metrics()
+        except Exception:
+            log.exception("metrics failed")
+            return PlainTextResponse("metrics unavailable (see the server log)\n", 500)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    routes += [
+        Route("/api/openapi.json", openapi, methods=["GET"], include_in_schema=False),
+        Route("/metrics", metrics, methods=["GET"], include_in_schema=False),
+        Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.dashboard = dash
+    return Guard(app, token)
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """``127.0.0.1:8080``, ``[::1]:8080``, ``:8080`` (all addresses) -> (host, port)."""
+    text = bind.strip()
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--bind {bind!r}: use HOST:PORT (127.0.0.1:8080, [::1]:8080)")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+def read_token(path: str) -> str:
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise InputError(f"--auth-token-file {path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"--auth-token-file {path}: not UTF-8 text") from None
+    if not token or "\n" in token:
+        raise InputError(f"--auth-token-file {path}: put one token (one line, not empty) in it")
+    return token
+
+
+def serve(url: str | None, *, bind: str = "127.0.0.1:8080", token_file: str | None = None
+          ) -> None:
+    import ipaddress
+
+    import uvicorn
+
+    host, port = parse_bind(bind)
+    token = read_token(token_file) if token_file else None
+    app = create_app(url, token=token)
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback and token is None:
+        print(f"warning: serving on {host}:{port} without --auth-token-file: anyone who can "
+              "reach it sees the inventory", file=sys.stderr)
+    print(f"gpusbom inventory dashboard on http://{bind.strip()}/ ("
+          f"{app.app.state.dashboard.store.display_url})", file=sys.stderr)  # type: ignore[attr-defined]
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False,
+                proxy_headers=False, access_log=False)

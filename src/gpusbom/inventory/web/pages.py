@@ -1,0 +1,286 @@
+"""What each dashboard page shows, as plain JSON-ready dicts: the HTML pages render these
+with Jinja2 and the ``/api/...`` routes return them as they are, so both always agree.
+
+Every function reads the store only (no write path exists) and takes its parameters as
+values: names, globs and version ranges go to the store, which binds them as SQL
+parameters. Stored scans are content-addressed (the scan id is the sha256 of the scan), so
+a scan loaded once is cached by id for the life of the process (:class:`Cache`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import threading
+from collections import Counter, OrderedDict
+from typing import Any
+
+from ...errors import InputError, UsageError
+from ...model import ScanResult
+from ..store import Store
+
+#: rows shown at most on a page (the API says when there were more)
+ROW_LIMIT = 2000
+
+_STACK_RX = re.compile(r"^(?P<name>[A-Za-z][\w .+-]*?)(?: (?P<rel>none|[0-9][\w.+-]*))?"
+                       r"(?: \(.*)?$")
+
+
+class Cache:
+    """A bounded cache of loaded scans and computed verdicts, keyed by scan ids (which
+    never change meaning: a scan id is the hash of the scan)."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        return None
+
+    def put(self, key: Any, value: Any) -> Any:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+        return value
+
+    def scans(self, store: Store, ids: list[str]) -> dict[str, ScanResult]:
+        out: dict[str, ScanResult] = {}
+        missing = []
+        for sid in ids:
+            hit = self.get(("scan", sid))
+            if hit is None:
+                missing.append(sid)
+            else:
+                out[sid] = hit
+        if missing:
+            for sid, r in store.load(missing).items():
+                out[sid] = self.put(("scan", sid), r)
+        return out
+
+
+def stacks_of(stack_text: str | None) -> list[str]:
+    """``"CUDA 13.0.2 (cudart ...); ROCm none"`` -> ``["CUDA 13.0.2"]`` (present stacks)."""
+    out = []
+    for part in (stack_text or "").split("; "):
+        m = _STACK_RX.match(part.strip())
+        if not m or m.group("rel") == "none":
+            continue
+        out.append(m.group("name") + (f" {m.group('rel')}" if m.group("rel") else ""))
+    return out
+
+
+def _cuda_of(stack_text: str | None) -> str:
+    for s in stacks_of(stack_text):
+        if s.startswith("CUDA"):
+            return s.partition(" ")[2] or "unknown"
+    return "none"
+
+
+def _branch(version: str | None) -> str:
+    return version.split(".")[0] if version else "unknown"
+
+
+def advisory_db_info(adb: Any) -> dict[str, Any]:
+    stamp = adb.built or adb.newest
+    age = None
+    if stamp:
+        try:
+            when = _dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=_dt.timezone.utc)
+            age = max(0, (_dt.datetime.now(_dt.timezone.utc) - when).days)
+        except ValueError:
+            age = None
+    return {"source": adb.source, "built": adb.built, "newest": adb.newest,
+            "age_days": age, "advisories": len(adb)}
+
+
+# ------------------------------------------------------------------------------ overview
+
+
+def overview(store: Store, adb: Any) -> dict[str, Any]:
+    from sqlalchemy import func, select
+
+    from ..tables import findings, probes
+
+    subs = store.subjects()
+    hosts = [s for s in subs if s.kind == "host"]
+    images = [s for s in subs if s.kind != "host"]
+    latest = store._latest_ids()
+    with store.engine.connect() as conn:
+        outcomes: dict[str, set[str]] = {}
+        for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome).where(
+                probes.c.scan_id.in_(latest)).distinct()):
+            outcomes.setdefault(sid, set()).add(outcome)
+        touched = [{"advisory": a, "subjects": n} for a, n in conn.execute(
+            select(findings.c.advisory, func.count(func.distinct(findings.c.scan_id))).where(
+                findings.c.scan_id.in_(latest), findings.c.advisory.is_not(None),
+                findings.c.status == "affected").group_by(findings.c.advisory).order_by(
+                func.count(func.distinct(findings.c.scan_id)).desc(), findings.c.advisory)
+            .limit(50))]
+    by_model: Counter[str] = Counter()
+    by_branch: Counter[str] = Counter()
+    by_cuda: Counter[str] = Counter()
+    by_probe: Counter[str] = Counter()
+    host_rows = []
+    for h in hosts:
+        models = sorted({g.split(" (")[0] for g in h.gpus}) or ["no GPU"]
+        for m in models:
+            by_model[m] += 1
+        vers = re.findall(r"nvidia ([0-9][0-9.]*)", h.driver or "")
+        branch = _branch(vers[0]) if vers else ("none" if not h.driver else "other")
+        by_branch[branch] += 1
+        cuda = _cuda_of(h.latest.stack_text)
+        by_cuda[cuda] += 1
+        got = outcomes.get(h.latest.id, set())
+        probe = ("fail" if got & {"fail", "error", "timeout"} else "pass" if "pass" in got
+                 else "skipped" if got else "not probed")
+        by_probe[probe] += 1
+        host_rows.append({"subject": h.subject, "scans": h.scans, "last_scan": h.latest.ts,
+                          "gpus": list(h.gpus), "driver": h.driver, "cuda": cuda,
+                          "probe": probe, "findings": dict(sorted(h.findings.items()))})
+    by_stack: Counter[str] = Counter()
+    image_rows = []
+    for i in images:
+        st = stacks_of(i.latest.stack_text)
+        for s in st or ["no GPU stack"]:
+            by_stack[s] += 1
+        image_rows.append({"subject": i.subject, "kind": i.kind, "scans": i.scans,
+                           "last_scan": i.latest.ts, "digest": i.latest.digest,
+                           "components": i.latest.components, "stacks": st,
+                           "findings": dict(sorted(i.findings.items()))})
+
+    def counts(c: Counter[str]) -> list[dict[str, Any]]:
+        return [{"value": k, "hosts": n} for k, n in sorted(c.items(), key=lambda kv:
+                                                             (-kv[1], kv[0]))]
+
+    return {
+        "hosts": len(hosts), "images": len(images),
+        "by_gpu_model": counts(by_model), "by_driver_branch": counts(by_branch),
+        "by_cuda": counts(by_cuda), "by_probe": counts(by_probe),
+        "images_by_stack": [{"stack": k, "images": n} for k, n in
+                            sorted(by_stack.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "advisory_db": advisory_db_info(adb),
+        "advisories_in_fleet": touched,
+        "host_list": host_rows[:ROW_LIMIT], "image_list": image_rows[:ROW_LIMIT],
+        "truncated": len(host_rows) > ROW_LIMIT or len(image_rows) > ROW_LIMIT,
+    }
+
+
+# ------------------------------------------------------------------------------ search
+
+SEARCH_FIELDS = ("component", "version", "scheme", "host", "image", "kind", "label",
+                 "all_scans")
+
+
+def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
+    """``inventory query`` over the web: the same names, ranges, globs and labels."""
+    from ..ranges import parse_range
+
+    component = (params.get("component") or "").strip() or None
+    version = (params.get("version") or "").strip() or None
+    scheme = (params.get("scheme") or "").strip() or None
+    kind = (params.get("kind") or "").strip() or None
+    labels: dict[str, str | None] = {}
+    for v in params.get("label") or []:
+        key, eq, val = str(v).partition("=")
+        if key.strip():
+            labels[key.strip()] = val if eq else None
+    out: dict[str, Any] = {"query": {k: params.get(k) for k in SEARCH_FIELDS},
+                           "rows": [], "error": None, "total": 0}
+    if not (component or params.get("host") or params.get("image") or labels):
+        out["error"] = None
+        return out
+    try:
+        if kind not in (None, "host", "image", "sbom"):
+            raise UsageError(f"kind {kind!r}: use host, image or sbom")
+        if version and not component:
+            raise UsageError("a version range needs a component name")
+        rng = parse_range(version, scheme) if version else None
+        rows = store.query(component, rng, host=(params.get("host") or None),
+                           image=(params.get("image") or None), kind=kind,
+                           labels=labels or None, all_scans=bool(params.get("all_scans")))
+    except (UsageError, InputError) as exc:
+        out["error"] = str(exc)
+        return out
+    from .. import render as _r
+
+    out["total"] = len(rows)
+    out["rows"] = [_r.as_dict(r) for r in rows[:ROW_LIMIT]]
+    out["subjects"] = len({(r.kind, r.subject) for r in rows})
+    return out
+
+
+# ------------------------------------------------------------------------------ advisories
+
+
+def advisories(store: Store, adb: Any) -> dict[str, Any]:
+    from sqlalchemy import func, select
+
+    from ..tables import findings
+
+    with store.engine.connect() as conn:
+        seen = dict(conn.execute(select(findings.c.advisory, func.count(
+            func.distinct(findings.c.scan_id))).where(
+            findings.c.scan_id.in_(store._latest_ids()), findings.c.advisory.is_not(None),
+            findings.c.status == "affected").group_by(findings.c.advisory)).all())
+    rows = []
+    for a in adb:
+        rows.append({"advisory": a.id, "vendor": a.vendor, "title": a.title,
+                     "published": a.published,
+                     "cves": [v.id for v in a.vulnerabilities][:8],
+                     "affected_at_scan_time": seen.get(a.id, 0)})
+    rows.sort(key=lambda r: (-r["affected_at_scan_time"], r["published"] or ""), reverse=False)
+    return {"advisory_db": advisory_db_info(adb), "advisories": rows}
+
+
+def advisory(store: Store, adb: Any, ident: str) -> dict[str, Any]:
+    """The hosts and images an advisory touches: the stored scans re-matched against the
+    current database (affected, review), plus what the scans recorded as not affected
+    (VEX statements and auto-VEX at scan time)."""
+    from sqlalchemy import select
+
+    from ..tables import findings, scans
+
+    adv = adb.get(ident) if ident.strip() else None
+    if adv is None:
+        raise InputError(f"no advisory {ident!r} in the advisory database ({adb.source})")
+    rows = store.affected(adb, adv.id, include_review=True)
+    out = [{"kind": r.kind, "subject": r.subject, "vulnerability": r.vulnerability,
+            "status": r.status, "severity": r.severity, "component": r.component,
+            "installed_version": r.installed_version, "fixed_version": r.fixed_version,
+            "scan_id": r.scan_id} for r in rows]
+    cves = {v.id for v in adv.vulnerabilities}
+    with store.engine.connect() as conn:
+        stmt = select(scans.c.kind, scans.c.subject, scans.c.id, findings.c.rule_id,
+                      findings.c.component_ref, findings.c.installed_version,
+                      findings.c.fixed_version, findings.c.severity).select_from(
+            findings.join(scans, scans.c.id == findings.c.scan_id)).where(
+            findings.c.scan_id.in_(store._latest_ids()), findings.c.advisory == adv.id,
+            findings.c.status == "not-affected")
+        for r in conn.execute(stmt):
+            vuln = next((c for c in cves if c in r.rule_id), r.rule_id or "")
+            out.append({"kind": r.kind, "subject": r.subject, "vulnerability": vuln,
+                        "status": "not-affected", "severity": r.severity,
+                        "component": r.component_ref or "", "installed_version":
+                        r.installed_version, "fixed_version": r.fixed_version,
+                        "scan_id": r.id})
+    order = {"affected": 0, "review": 1, "not-affected": 2}
+    out.sort(key=lambda r: (order.get(str(r["status"]), 3), r["kind"], r["subject"],
+                            r["vulnerability"]))
+    return {
+        "advisory": {"id": adv.id, "vendor": adv.vendor, "title": adv.title,
+                     "published": adv.published, "modified": adv.modified,
+                     "sources": list(adv.sources), "aliases": list(adv.aliases),
+                     "vulnerabilities": [v.id for v in adv.vulnerabilities]},
+        "rows": out[:ROW_LIMIT], "total": len(out),
+        "counts": dict(Counter(r["status"] for r in out)),
+        "advisory_db": advisory_db_info(adb),
+    }

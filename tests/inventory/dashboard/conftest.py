@@ -1,0 +1,136 @@
+"""Dashboard fixtures: an inventory on a real PostgreSQL filled with real scans (the H200
+host snapshot, the nvidia-wheels fixture image) and a hostile image, served by
+``gpusbom inventory serve`` in a child process; headless Debian Chromium via Selenium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import dash_data  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+#: screenshots and other artifacts of the browser tests (CI keeps this directory)
+ARTIFACTS = Path(os.environ.get("GPUSBOM_TEST_ARTIFACTS", REPO / "test-artifacts")) / "dashboard"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """``gpusbom inventory serve`` in a child process on a free localhost port."""
+
+    def __init__(self, url: str, *extra: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}/"
+        self.log = tempfile.NamedTemporaryFile(prefix="gpusbom-serve-", suffix=".log",
+                                               delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gpusbom", "inventory", "serve", "--db", url, "--bind",
+             f"127.0.0.1:{self.port}", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"inventory serve exited {self.proc.returncode}: "
+                                   f"{self.output()}")
+            try:
+                requests.get(self.base + "static/style.css", timeout=2)
+                break
+            except requests.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("inventory serve did not answer in 60 s: "
+                                       f"{self.output()}") from None
+                time.sleep(0.2)
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.unlink(self.log.name)
+
+
+@pytest.fixture(scope="session")
+def wheels_result() -> Any:
+    from fixtures.build import ensure
+    from gpusbom.scan import scan
+
+    return scan(ensure("nvidia-wheels").oci_ref)
+
+
+@pytest.fixture(scope="session")
+def dash_db(pg: Any, h200_scan: Any, wheels_result: Any) -> str:
+    url: str = pg.create_db()
+    dash_data.fill(url, h200_scan, wheels_result)
+    return url
+
+
+@pytest.fixture(scope="session")
+def server(dash_db: str) -> Iterator[Server]:
+    s = Server(dash_db)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="session")
+def wheels_subject(wheels_result: Any) -> str:
+    from gpusbom.inventory.normalize import subject_of
+
+    return str(subject_of(wheels_result))
+
+
+def chromium_driver() -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary = shutil.which("chromium")
+    driver = shutil.which("chromedriver")
+    if not binary or not driver:
+        pytest.fail("chromium and chromium-driver are needed (scripts/test installs them: "
+                    "apt-get install chromium chromium-driver)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    profile = tempfile.mkdtemp(prefix="gpusbom-chromium-")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 f"--user-data-dir={profile}", "--window-size=1280,900"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(options=opts, service=Service(executable_path=driver))
+    d.set_page_load_timeout(30)
+    d._gpusbom_profile = profile  # type: ignore[attr-defined]
+    return d
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not look for drivers online
+    d = chromium_driver()
+    try:
+        yield d
+    finally:
+        d.quit()
+        shutil.rmtree(d._gpusbom_profile, ignore_errors=True)
