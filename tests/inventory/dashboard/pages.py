@@ -20,8 +20,7 @@ def page_paths(wheels: str) -> list[str]:
 
 
 def api_paths(wheels: str) -> list[str]:
-    return ["api/" + (p or "overview") if "?" not in p and p else
-            ("api/overview" if not p else "api/" + p) for p in page_paths(wheels)]
+    return ["api/" + (p or "overview") for p in page_paths(wheels)]
 
 
 OTHER = ["api/openapi.json", "metrics", "static/style.css", "static/favicon.svg"]
