@@ -469,17 +469,20 @@ class Store:
         pkg_keys: set[tuple[str, str]] = set()
         stack_keys: set[tuple[str, str]] = set()
         stack_any: set[str] = set()
+        catalog_rows: set[str] = set()
         for adv in db:
             for vuln in adv.vulnerabilities:
                 for a in vuln.affected:
                     for sel in TARGETS.get(a.target, []):
-                        if "ecosystem" in sel:
+                        if "catalog" in sel:  # any package name the catalog row lists
+                            catalog_rows.add(sel["catalog"])
+                        elif "ecosystem" in sel:
                             pkg_keys.add((sel["ecosystem"], normalize.name_key(sel["name"])))
                         elif "product" in sel:
                             stack_keys.add((sel["stack"], sel["product"]))
                         else:
                             stack_any.add(sel["stack"])
-        if not (pkg_keys or stack_keys or stack_any):
+        if not (pkg_keys or stack_keys or stack_any or catalog_rows):
             return []
         wanted: set[tuple[str, int]] = set()
         try:
@@ -504,6 +507,9 @@ class Store:
                     stmt = self._scan_filter(stmt, kind=kind, host=None, image=None,
                                              all_scans=all_scans)
                     wanted.update((a, b) for a, b in conn.execute(stmt))
+                if catalog_rows:
+                    wanted.update(self._catalog_components(conn, catalog_rows, kind=kind,
+                                                           all_scans=all_scans))
                 comps = self._components(conn, wanted)
                 infos = {s.id: s for s in self._scan_infos(conn, {sid for sid, _ in wanted})}
         except SQLAlchemyError as exc:
@@ -528,6 +534,35 @@ class Store:
                 ))
         out.sort(key=lambda a: (a.advisory, a.vulnerability, a.kind, a.subject, a.component,
                                 a.installed_version or ""))
+        return out
+
+    def _catalog_components(self, conn: Any, rows: set[str], *, kind: str | None,
+                            all_scans: bool) -> set[tuple[str, int]]:
+        """(scan id, idx) of the components a catalog row names by package: the catalog's
+        names are patterns, so the distinct (ecosystem, name) pairs stored are matched here
+        and the matching ones selected by value."""
+        from sqlalchemy import select, tuple_
+
+        from .. import catalog
+
+        prods = [catalog.get(r) for r in sorted(rows)]
+        ecos = sorted({e for p in prods for e in p.names})
+        if not ecos:
+            return set()
+        stmt = select(components.c.ecosystem, components.c.name).select_from(
+            components.join(scans, scans.c.id == components.c.scan_id)).where(
+            components.c.ecosystem.in_(ecos)).distinct()
+        stmt = self._scan_filter(stmt, kind=kind, host=None, image=None, all_scans=all_scans)
+        pairs = sorted((e, n) for e, n in conn.execute(stmt)
+                       if any(p.matches(e, n) for p in prods))
+        out: set[tuple[str, int]] = set()
+        for i in range(0, len(pairs), 200):
+            stmt = select(components.c.scan_id, components.c.idx).select_from(
+                components.join(scans, scans.c.id == components.c.scan_id)).where(
+                tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]))
+            stmt = self._scan_filter(stmt, kind=kind, host=None, image=None,
+                                     all_scans=all_scans)
+            out.update((a, b) for a, b in conn.execute(stmt))
         return out
 
     def _scan_infos(self, conn: Any, ids: Iterable[str]) -> Iterator[ScanInfo]:
