@@ -32,10 +32,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from packageurl import PackageURL
 
-from .model import Target
+from .model import Component, Target
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _SEGMENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
@@ -177,3 +178,55 @@ def target_identity(t: Target) -> TargetIdentity:
         return directory_identity(t)
     name = t.name or t.kind
     return TargetIdentity(root_ref=f"target:{t.kind}:{name}", name=name, version=None)
+
+
+# ------------------------------------------------------------------ component CPEs
+
+_CPE_SPECIAL = re.compile(r"([^A-Za-z0-9_.\-])")
+
+
+def cpe23(part: str, vendor_product: str, version: str) -> str:
+    """``cpe:2.3:a:nvidia:cuda_toolkit:12.4.1:*:*:*:*:*:*:*``; characters CPE 2.3 formatted
+    strings reserve are quoted (``oneapi_dpc\\+\\+\\/c\\+\\+_compiler``)."""
+    vendor, _, product = vendor_product.partition(":")
+    esc = [_CPE_SPECIAL.sub(r"\\\1", x) for x in (vendor, product, version)]
+    return f"cpe:2.3:{part}:{esc[0]}:{esc[1]}:{esc[2]}:*:*:*:*:*:*:*"
+
+
+def product_rows(c: Component) -> list[Any]:
+    """The catalog rows a component is (by its purl, then by the products fusion gave it)."""
+    from . import catalog
+
+    rows = list(catalog.by_purl(c.purl))
+    for p in c.products:
+        rows.extend(catalog.by_collector(p.stack, p.name))
+    stack = c.properties.get("stack")
+    if stack:
+        rows.extend(catalog.by_collector(stack, c.properties.get("product") or c.name))
+    return list(dict.fromkeys(rows))
+
+
+def fill_product_cpes(components: list[Component]) -> None:
+    """Give every GPU-product component without a CPE the one NVD names its product by.
+
+    The CPE is the first ``cpe`` of the component's catalog row, with the product
+    version (``catalog.product_version``: ``12.4.127`` of ``12.4.127-1``). A row whose
+    CPE is not confirmed from NVD records is marked ``cpe_guessed: true`` in the
+    catalog, and the component then says so (``gpusbom:cpe:guessed``). Components
+    without a version get no CPE: a versionless CPE matches every CVE of the product.
+    """
+    from . import catalog
+
+    for c in components:
+        if c.cpe or not c.version:
+            continue
+        for row in product_rows(c):
+            if not row.cpe:
+                continue
+            version = catalog.product_version(row, c.ecosystem, c.version)
+            if not version:
+                continue
+            c.cpe = cpe23("a", row.cpe[0], version)
+            if row.extra.get("cpe_guessed"):
+                c.properties["cpe:guessed"] = "true"
+            break

@@ -98,7 +98,11 @@ def run_collectors(
         found = _run_one(cls, ctx)
         (packages if cls.phase <= 1 else observations).extend(found)
         unknowns.extend(ctx.unknowns)
-    return fuse(packages, observations, ownership.owner), unknowns
+    from .identity import fill_product_cpes
+
+    components = fuse(packages, observations, ownership.owner)
+    fill_product_cpes(components)  # NVD's name for every GPU product found (catalog rows)
+    return components, unknowns
 
 
 def check_needed_links(fs: FsView, matcher: PathMatcher) -> None:

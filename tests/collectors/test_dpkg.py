@@ -150,6 +150,14 @@ def test_source_field_with_version() -> None:
     text = "Package: libssl3\nStatus: install ok installed\nVersion: 3.0.11-1~deb12u2\nSource: openssl (3.0.11-1~deb12u1)\n"
     (p,), _ = parse_dpkg_status(text)
     assert (p.source, p.source_version) == ("openssl", "3.0.11-1~deb12u1")
+    # upstream=SOURCE@VERSION, as Syft writes it (Debian/OSV key advisories by source)
+    assert deb_purl(p, {"ID": "debian", "VERSION_ID": "12"}) == (
+        "pkg:deb/debian/libssl3@3.0.11-1~deb12u2?distro=debian-12"
+        "&upstream=openssl%403.0.11-1~deb12u1"
+    )
+    same = "Package: gcc-12-base\nStatus: install ok installed\nVersion: 12.2.0-14\nSource: gcc-12\n"
+    (g,), _ = parse_dpkg_status(same)
+    assert deb_purl(g, {}).endswith("?upstream=gcc-12")
 
 
 def test_purl() -> None:

@@ -92,3 +92,17 @@ def test_attribute_layers() -> None:
     snaps3 = [("L0", {"a": "1"}), ("L1", None), ("L2", {"a": "1"})]
     assert attribute_layers(snaps3, {"a": "1"}) == {"a": "L2"}
     assert attribute_layers([], {"a": "1"}) == {"a": None}
+
+
+def test_os_component_identity() -> None:
+    from gpusbom.collectors.osrelease import os_identity
+
+    assert os_identity("debian", "12", None) == (
+        "pkg:generic/debian@12", "cpe:2.3:o:debian:debian_linux:12:*:*:*:*:*:*:*")
+    assert os_identity("ubuntu", "22.04", None)[1] == (
+        "cpe:2.3:o:canonical:ubuntu_linux:22.04:*:*:*:*:*:*:*")
+    assert os_identity("rocky", "9.4", None)[1] == "cpe:2.3:o:rocky:rocky_linux:9:*:*:*:*:*:*:*"
+    # the distribution's own CPE_NAME wins
+    assert os_identity("rhel", "9.4", "cpe:/o:redhat:enterprise_linux:9::baseos") == (
+        "pkg:generic/rhel@9.4", "cpe:/o:redhat:enterprise_linux:9::baseos")
+    assert os_identity("myos", None, None) == ("pkg:generic/myos", None)

@@ -334,7 +334,8 @@ def test_rpm_layers(rpmdbs: dict[str, Path], spool: Spool, spooled: bool) -> Non
     assert got["cuda-stub"].layer == d1
     h = got["hello-gpu"]
     assert h.version == "2:1.2.3-4.el9"
-    assert h.purl == "pkg:rpm/rhel/hello-gpu@1.2.3-4.el9?arch=noarch&distro=rhel-9.4&epoch=2"
+    assert h.purl == ("pkg:rpm/rhel/hello-gpu@1.2.3-4.el9?arch=noarch&distro=rhel-9.4&epoch=2"
+                      "&upstream=hello-gpu-1.2.3-4.el9.src.rpm")
     assert h.licenses == ["MIT and BSD"]
     assert h.supplier == "Example Corp"
     assert h.depends_on == ["base-lib"]

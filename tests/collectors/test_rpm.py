@@ -186,6 +186,7 @@ def test_fields_and_bytes_reader(rpmdbs: dict[str, Path]) -> None:
     assert deps["base-lib"] == []
     assert rpm_purl(hello, {"ID": "rhel", "VERSION_ID": "9.4"}) == (
         "pkg:rpm/rhel/hello-gpu@1.2.3-4.el9?arch=noarch&distro=rhel-9.4&epoch=2"
+        "&upstream=hello-gpu-1.2.3-4.el9.src.rpm"
     )
 
 

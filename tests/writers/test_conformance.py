@@ -228,3 +228,28 @@ def test_host_root_in_cyclonedx_and_spdx() -> None:
     spdx = json.loads(render("spdx-json", _host_result()))
     assert spdx["name"] == "gpu-node-1"
     assert spdx["documentNamespace"].startswith("https://gpusbom.dev/spdx/host/gpu-node-1-")
+
+
+def test_product_cpes_from_the_catalog() -> None:
+    from gpusbom.identity import cpe23, fill_product_cpes
+    from gpusbom.model import Product
+
+    assert cpe23("a", "intel:oneapi_dpc++/c++_compiler", "2024.1") == (
+        "cpe:2.3:a:intel:oneapi_dpc\\+\\+\\/c\\+\\+_compiler:2024.1:*:*:*:*:*:*:*")
+    toolkit = Component(name="cuda-toolkit-12-4", version="12.4.1-1", ecosystem="deb",
+                        purl="pkg:deb/ubuntu/cuda-toolkit-12-4@12.4.1-1")
+    cudart = Component(name="nvidia-cuda-runtime-cu12", version="12.4.127", ecosystem="pypi",
+                       purl="pkg:pypi/nvidia-cuda-runtime-cu12@12.4.127",
+                       products=[Product("cuda", "cudart", "12.4.127")])
+    hip = Component(name="libamdhip64-5", version="5.2.3-8", ecosystem="deb",
+                    products=[Product("rocm", "hip-runtime", "5.2.3")])
+    unversioned = Component(name="libcuda.so", version=None,
+                            products=[Product("nvidia-driver", "libcuda")])
+    fill_product_cpes([toolkit, cudart, hip, unversioned])
+    # NVD's name, the product version (the deb revision dropped), not marked guessed
+    assert toolkit.cpe == "cpe:2.3:a:nvidia:cuda_toolkit:12.4.1:*:*:*:*:*:*:*"
+    assert "cpe:guessed" not in toolkit.properties
+    assert cudart.cpe == "cpe:2.3:a:nvidia:cuda_runtime:12.4.127:*:*:*:*:*:*:*"
+    assert cudart.properties["cpe:guessed"] == "true"
+    assert hip.cpe == "cpe:2.3:a:amd:hip:5.2.3:*:*:*:*:*:*:*"
+    assert unversioned.cpe is None  # a versionless CPE would match every CVE

@@ -17,7 +17,9 @@ The table is ``products.yaml`` beside this module (package data). One row per pr
       conda: [...]
       golang: [...]
       generic: [...]              # pkg:generic names as "namespace/name" or "name"
-      cpe: ["nvidia:cuda_toolkit"]          # CPE 2.3 vendor:product (literal)
+      cpe: ["nvidia:cuda_toolkit"]          # CPE 2.3 vendor:product (literal); the first
+                                            # is written on components (identity.py)
+      cpe_guessed: true           # the CPE is not confirmed in NVD's dictionary
       vendor_strings: [REGEX, ...]          # CSAF / CVE product strings (re.search)
       platforms: [windows]        # only for products that never run on Linux
       parts: [cuobjdump, ...]     # tools/libraries inside the product a CVE may name

@@ -217,7 +217,15 @@ def parse_dep5_licenses(text: str) -> list[str]:
 
 def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
     namespace = (os_release.get("ID") or "debian").strip().lower() or "debian"
-    return distro_purl("deb", namespace, pkg.name, pkg.version, os_release, arch=pkg.architecture)
+    # upstream=SOURCE[@VERSION] as Syft writes it: Debian's trackers and OSV key advisories
+    # by source package, so matchers need it (only when it differs from the binary's)
+    upstream = None
+    if pkg.source and (pkg.source != pkg.name or (pkg.source_version or pkg.version) != pkg.version):
+        upstream = pkg.source
+        if pkg.source_version and pkg.source_version != pkg.version:
+            upstream += f"@{pkg.source_version}"
+    return distro_purl("deb", namespace, pkg.name, pkg.version, os_release,
+                       arch=pkg.architecture, upstream=upstream)
 
 
 @register

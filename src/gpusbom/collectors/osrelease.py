@@ -122,6 +122,44 @@ def read_os_release(fs: FsView) -> dict[str, str]:
     return dict(found[1]) if found else {}
 
 
+#: os-release ID -> NVD CPE 2.3 vendor:product of the distribution (operating-system part),
+#: as NVD's CPE dictionary names them; used when os-release has no CPE_NAME (Debian,
+#: Ubuntu and Alpine write none)
+OS_CPES: dict[str, str] = {
+    "debian": "debian:debian_linux",
+    "ubuntu": "canonical:ubuntu_linux",
+    "rhel": "redhat:enterprise_linux",
+    "centos": "centos:centos",
+    "fedora": "fedoraproject:fedora",
+    "alpine": "alpinelinux:alpine_linux",
+    "almalinux": "almalinux:almalinux",
+    "rocky": "rocky:rocky_linux",
+    "ol": "oracle:linux",
+    "sles": "suse:linux_enterprise_server",
+    "opensuse-leap": "opensuse:leap",
+    "amzn": "amazon:linux",
+}
+
+
+def os_identity(os_id: str, version: str | None, cpe_name: str | None) -> tuple[str, str | None]:
+    """(purl, CPE) of a distribution: ``pkg:generic/debian@12`` (the purl spec has no
+    OS type; syft and trivy write none) and the os-release CPE_NAME, else NVD's name."""
+    from packageurl import PackageURL
+
+    purl = PackageURL(type="generic", name=os_id, version=version).to_string()
+    if cpe_name:
+        return purl, cpe_name
+    vp = OS_CPES.get(os_id)
+    if vp is None:
+        return purl, None
+    # RHEL-like CPEs carry the major release only (NVD: enterprise_linux:9)
+    v = version or "*"
+    if os_id in ("rhel", "centos", "almalinux", "rocky", "ol") and version:
+        v = version.split(".", 1)[0]
+    v = v.replace(":", "\\:")
+    return purl, f"cpe:2.3:o:{vp}:{v}:*:*:*:*:*:*:*"
+
+
 @register
 class OsReleaseCollector(Collector):
     id = "os-release"
@@ -146,11 +184,14 @@ class OsReleaseCollector(Collector):
         ):
             if data.get(key):
                 props[prop] = data[key]
+        purl, cpe = os_identity(os_id, data.get("VERSION_ID") or None,
+                                data.get("CPE_NAME") or None)
         comp = Component(
             name=os_id,
             version=data.get("VERSION_ID") or None,
             type=ComponentType.OPERATING_SYSTEM,
-            cpe=data.get("CPE_NAME") or None,
+            purl=purl,
+            cpe=cpe,
             supplier=data.get("NAME") or None,
             description=data.get("PRETTY_NAME") or None,
             properties=props,

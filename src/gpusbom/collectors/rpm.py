@@ -340,6 +340,8 @@ def rpm_purl(pkg: RpmPackage, os_release: dict[str, str]) -> str:
         os_release,
         arch=pkg.arch,
         epoch=str(pkg.epoch) if pkg.epoch else None,
+        # the source RPM file name, as Syft writes it (advisories name source packages)
+        upstream=pkg.source_rpm or None,
     )
 
 
