@@ -61,15 +61,28 @@ def test_daemonset_mounts_and_selects_gpu_nodes() -> None:
     [c] = spec["containers"]
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     vols = {v["name"]: v for v in spec["volumes"]}
-    for host_path, at in (("/", "/host"), ("/proc", "/host/proc"), ("/sys", "/host/sys"),
-                          ("/dev", "/host/dev")):
+    expected = (("/", "/host"), ("/proc", "/host/proc"), ("/sys", "/host/sys"),
+                ("/dev", "/host/dev"),
+                # node image stores (scan --images) and only the runtimes' task state dirs
+                ("/var/lib/containerd", "/host/var/lib/containerd"),
+                ("/var/lib/containers/storage", "/host/var/lib/containers/storage"),
+                ("/run/containerd/io.containerd.runtime.v2.task",
+                 "/node-run/containerd/io.containerd.runtime.v2.task"),
+                ("/run/containers/storage", "/node-run/containers/storage"))
+    for host_path, at in expected:
         m = mounts[at]
         assert m["readOnly"] is True
         assert vols[m["name"]]["hostPath"]["path"] == host_path
+    # read-only, and nothing more: every hostPath is one of those, every mount but /tmp RO
+    assert {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v} == {
+        h for h, _ in expected}
+    assert all(m["readOnly"] for m in c["volumeMounts"] if m["mountPath"] != "/tmp")
     env = {e["name"]: e for e in c["env"]}
     assert env["DB_URL"]["valueFrom"]["secretKeyRef"] == {"name": "gpusbom-inventory",
                                                          "key": "DB_URL"}
     assert env["HOST_ROOT"]["value"] == "/host"
+    assert env["GPUSBOM_NODE_RUN"]["value"] == "/node-run"
+    assert '--push "$DB_URL" --images' in c["args"][0]
     assert 'gpusbom scan --root "$HOST_ROOT" ${PROBE:+--probe} --push "$DB_URL"' in c["args"][0]
     # the probe: on by default, GPUs injected by the NVIDIA runtime class, none requested
     assert env["PROBE"]["value"] == "1" and env["NVIDIA_VISIBLE_DEVICES"]["value"] == "all"

@@ -41,11 +41,16 @@ class Containerd:
 
 
 @contextmanager
-def containerd_daemon(archives: list[Path], namespace: str = "k8s.io") -> Iterator[Containerd]:
+def containerd_daemon(archives: list[Path], namespace: str = "k8s.io",
+                      node: Path | None = None) -> Iterator[Containerd]:
+    """``node``: lay containerd out as on a node under that root (var/lib/containerd,
+    run/containerd)."""
     for tool in ("containerd", "ctr", "runc"):
         assert shutil.which(tool), f"{tool} is missing (scripts/test installs containerd)"
     tmp = Path(tempfile.mkdtemp(prefix="gpusbom-ctd-", dir="/tmp"))
     root, state, sock = tmp / "root", tmp / "state", tmp / "c.sock"
+    if node is not None:
+        root, state = node / "var/lib/containerd", node / "run/containerd"
     cfg = tmp / "config.toml"
     cfg.write_text(
         "version = 2\n"
@@ -105,16 +110,23 @@ def start_containers(c: Containerd, image: str, namespace: str = "k8s.io") -> No
           image, "c-running", "/gpusbom-sleep", "600", namespace=namespace)
 
 
-def podman_store(dest: Path, driver: str, archives: list[Path]) -> dict[str, str]:
-    """``podman load`` each archive into a private store at ``dest``; archive -> image name."""
+def podman_store(dest: Path, driver: str, archives: list[Path],
+                 runroot: Path | None = None, create: bool = False) -> dict[str, str]:
+    """``podman load`` each archive into a private store at ``dest``; archive -> image name.
+    ``create``: also ``podman create`` a container of each (not started: runc cannot set
+    Podman's rlimits in every sandbox)."""
     assert shutil.which("podman"), "podman is missing (scripts/test installs podman)"
     names: dict[str, str] = {}
-    run = tempfile.mkdtemp(prefix="gp-run-", dir="/tmp")  # podman wants a runroot < 50 chars
+    # podman wants a runroot of fewer than 50 characters
+    run = str(runroot) if runroot else tempfile.mkdtemp(prefix="gp-run-", dir="/tmp")
+    base = ["podman", "--root", str(dest), "--runroot", run, "--storage-driver", driver]
     try:
         for a in archives:
-            out = _run("podman", "--root", str(dest), "--runroot", run, "--storage-driver",
-                       driver, "load", "-i", str(a))
+            out = _run(*base, "load", "-i", str(a))
             names[str(a)] = out.strip().splitlines()[-1].split("Loaded image: ", 1)[-1].strip()
+            if create:
+                _run(*base, "create", "--network", "none", names[str(a)], "/none")
     finally:
-        shutil.rmtree(run, ignore_errors=True)
+        if runroot is None:
+            shutil.rmtree(run, ignore_errors=True)
     return names  # (no daemon to stop: podman is daemonless)

@@ -193,6 +193,12 @@ def scan(
         typer.Option("--push", help="Also store the scan in a fleet inventory: DB URL "
                      "(sqlite:///PATH or postgresql://...), see gpusbom inventory."),
     ] = None,
+    images: Annotated[
+        bool,
+        typer.Option("--images", help="Host scan: also scan every image in the node's "
+                     "containerd and Podman/CRI-O stores (noting which run), each pushed "
+                     "with --push labelled with the node."),
+    ] = False,
 ) -> None:
     """Scan a container image or root filesystem and write SBOMs."""
     if debug:
@@ -232,13 +238,16 @@ def scan(
                                     "python": probe_python}
     elif probe:
         raise typer.Exit(_fail(UsageError("--probe needs --host"), debug))
+    elif images:
+        raise typer.Exit(_fail(UsageError("--images needs --host or --root"), debug))
     if sbom is not None:
         if host or root or paths or target or image:
             raise typer.Exit(_fail(UsageError("--sbom matches an existing SBOM: give no image "
                                               "and no --host"), debug))
         scan_kwargs = {"sbom": sbom}
         target = f"sbom:{sbom}"
-    post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push}
+    post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push,
+            "node_images": (root or "/") if images else None}
     code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post)
     raise typer.Exit(code)
 
@@ -351,6 +360,17 @@ def _scan(
             from ..inventory import push_scan
 
             push_scan(result, post["push"])
+        if post.get("node_images"):
+            from ..node_images import scan_node_images
+
+            _n, failures = scan_node_images(
+                post["node_images"], result.target.name or "unknown", push=post.get("push"),
+                quiet=quiet, advisory_db=scan_kwargs.get("advisory_db"),
+            )
+            for line in failures:
+                print(f"gpusbom: {line}", file=sys.stderr)
+            if failures:
+                return 3
         if post.get("fail_on"):
             from ..policy import fail_on_severity, print_summary
 
