@@ -230,3 +230,22 @@ def test_rpm_collector_reads_bdb(bdbs: dict[str, Path], spool: Spool) -> None:
     assert ctx.unknowns == []
     got = {f"{c.name}|{c.version}" for c in comps}
     assert "hello-gpu|2:1.2.3-4.el9" in got and "big-files|3.0-1.el8" in got and len(got) == 4
+
+
+def test_mutated_bdbs_never_crash(bdbs: dict[str, Path]) -> None:
+    """Seeded random byte changes: packages and problems, or BdbError; nothing else."""
+    import random
+
+    data = bdbs["p512"].read_bytes()
+    rng = random.Random(18)
+    problems = 0
+    for _ in range(400):
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            d[rng.randrange(len(d))] = rng.randrange(256)
+        try:
+            _, probs = read_bdb_content(ContentRef(data=bytes(d)), files=True)
+            problems += bool(probs)
+        except BdbError:
+            problems += 1
+    assert problems > 10

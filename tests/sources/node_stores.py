@@ -35,6 +35,10 @@ class Containerd:
     state: Path  # its state directory (/run/containerd on a node)
     address: str
     images: dict[str, str]  # archive path -> image name as stored
+    # container ids: runc keeps its state per namespace under /run/containerd/runc whatever
+    # containerd's state directory, so concurrent test daemons need distinct ids
+    running_id: str = "c-running"
+    created_id: str = "c-created"
 
     def ctr(self, *args: str, namespace: str = "k8s.io") -> str:
         return _run("ctr", "-a", self.address, "-n", namespace, *args)
@@ -61,7 +65,8 @@ def containerd_daemon(archives: list[Path], namespace: str = "k8s.io",
     log = open(tmp / "containerd.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(["containerd", "--config", str(cfg)], stdout=log,
                             stderr=subprocess.STDOUT)
-    c = Containerd(root, state, str(sock), {})
+    c = Containerd(root, state, str(sock), {}, f"c-running-{tmp.name[-8:]}",
+                   f"c-created-{tmp.name[-8:]}")
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -86,10 +91,10 @@ def containerd_daemon(archives: list[Path], namespace: str = "k8s.io",
     finally:
         for ns in (namespace, "default"):
             subprocess.run(["ctr", "-a", str(sock), "-n", ns, "task", "kill", "-s", "KILL",
-                            "c-running"], capture_output=True, check=False, timeout=30)
+                            c.running_id], capture_output=True, check=False, timeout=30)
             time.sleep(0.2)
             subprocess.run(["ctr", "-a", str(sock), "-n", ns, "task", "delete", "-f",
-                            "c-running"], capture_output=True, check=False, timeout=30)
+                            c.running_id], capture_output=True, check=False, timeout=30)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=30)
@@ -102,12 +107,12 @@ def containerd_daemon(archives: list[Path], namespace: str = "k8s.io",
 
 
 def start_containers(c: Containerd, image: str, namespace: str = "k8s.io") -> None:
-    """``c-running`` (a task really running under runc) and ``c-created`` (no task)."""
-    c.ctr("containers", "create", "--snapshotter", "native", image, "c-created", "/none",
+    """``c.running_id`` (a task really running under runc) and ``c.created_id`` (no task)."""
+    c.ctr("containers", "create", "--snapshotter", "native", image, c.created_id, "/none",
           namespace=namespace)
     c.ctr("run", "-d", "--snapshotter", "native", "--mount",
           "type=bind,src=/usr/bin/sleep,dst=/gpusbom-sleep,options=rbind:ro",
-          image, "c-running", "/gpusbom-sleep", "600", namespace=namespace)
+          image, c.running_id, "/gpusbom-sleep", "600", namespace=namespace)
 
 
 def podman_store(dest: Path, driver: str, archives: list[Path],

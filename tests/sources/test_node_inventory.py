@@ -34,7 +34,7 @@ def test_scan_root_images_pushes_every_node_image(tmp_path: Path) -> None:
             assert set(found) == {("containerd", c.images[str(demo)]),
                                   ("containers-storage", podman[str(multi)])}
             ctd = found[("containerd", c.images[str(demo)])]
-            assert ctd.running and sorted(ctd.containers) == ["c-created", "c-running"]
+            assert ctd.running and sorted(ctd.containers) == sorted([c.created_id, c.running_id])
             pod = found[("containers-storage", podman[str(multi)])]
             assert not pod.running and len(pod.containers) == 1  # created, never started
             db = f"sqlite:///{tmp_path / 'inv.db'}"

@@ -82,8 +82,8 @@ def test_containerd_short_name_namespace_and_running(ctd: Containerd, archives: 
     listed = {(i.namespace, i.name) for i in list_images(str(ctd.root))}
     assert ("k8s.io", image) in listed and len(listed) == len(FIXTURES)
     state = {c.id: (c.image, c.running) for c in containers(str(ctd.root), str(ctd.state))}
-    assert state == {"c-running": (image, True), "c-created": (image, False)}
-    assert "c-running" in ctd.ctr("task", "ls")  # the daemon agrees
+    assert state == {ctd.running_id: (image, True), ctd.created_id: (image, False)}
+    assert ctd.running_id in ctd.ctr("task", "ls")  # the daemon agrees
 
 
 def test_containerd_bad_inputs(ctd: Containerd, tmp_path: Path) -> None:
@@ -141,3 +141,29 @@ def test_containers_storage_bad_inputs(podman: dict[str, tuple[Path, dict[str, s
     shutil.copytree(root / "overlay-layers", broken / "overlay-layers")
     rc, err = _cli(f"containers-storage:gpusbom-fixtures/demo?dir={broken}", tmp_path)
     assert rc == 3 and err.count("\n") == 0 and "cannot open layer directory" in err
+
+
+def test_mutated_containerd_metadata_never_crashes(ctd: Containerd) -> None:
+    """Seeded random byte changes in a real meta.db: the bolt reader walks it or raises
+    BoltError, never anything else (a truncated inline bucket once raised struct.error)."""
+    import io
+    import random
+
+    from gpusbom.sources.bolt import Bolt, BoltError, Bucket
+
+    data = (ctd.root / "io.containerd.metadata.v1.bolt" / "meta.db").read_bytes()
+
+    def walk(b: Bucket) -> int:
+        return sum(1 + (walk(sub) if sub is not None else 0) for _, _, sub in b.items())
+
+    rng = random.Random(18)
+    errors = 0
+    for _ in range(400):
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            d[rng.randrange(len(d))] = rng.randrange(256)
+        try:
+            walk(Bolt(io.BytesIO(bytes(d)), len(d), "meta.db").root())
+        except BoltError:
+            errors += 1
+    assert errors > 10

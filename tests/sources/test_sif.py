@@ -209,3 +209,27 @@ def test_not_a_sif(tmp_path: Path) -> None:
     p.write_bytes(b"#!/usr/bin/env run-singularity\n" + b"\0" * 200)
     with pytest.raises(InputError, match="not a SIF file"):
         resolve_source(f"sif:{p}").read(None)  # type: ignore[arg-type]
+
+
+def test_mutated_sifs_never_crash(tiny: Path, tmp_path: Path) -> None:
+    """Seeded random byte changes in the header, descriptors and the (uncompressed-metadata)
+    squashfs: every outcome is a scan or an input error (exit 3), never anything else."""
+    import random
+
+    data = tiny.read_bytes()
+    rng = random.Random(18)
+    outcomes = {"ok": 0, "input-error": 0}
+    p = tmp_path / "m.sif"
+    for _ in range(300):
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            pos = rng.randrange(len(d)) if rng.random() < 0.3 else rng.randrange(
+                max(0, len(d) - 8192), len(d))
+            d[pos] = rng.randrange(256)
+        p.write_bytes(bytes(d))
+        try:
+            scan(f"sif:{p}", advisories=False)
+            outcomes["ok"] += 1
+        except InputError:
+            outcomes["input-error"] += 1
+    assert outcomes["input-error"] > 5 and sum(outcomes.values()) == 300, outcomes

@@ -152,6 +152,8 @@ class Bucket:
 
     def _leaf(self, page: bytes, where: str) -> Iterator[tuple[bytes, bytes | None, Bucket | None]]:
         db = self.db
+        if len(page) < PAGE_HEADER.size:
+            raise BoltError(f"{db.name}: {where} is truncated")
         _pid, flags, count, _o = PAGE_HEADER.unpack_from(page, 0)
         if not flags & LEAF:
             raise BoltError(f"{db.name}: {where} is not a leaf page")
