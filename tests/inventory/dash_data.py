@@ -9,29 +9,21 @@
 - ``nvidia-wheels``: the fixture image's scan (fixtures/build.py, real PyPI wheels with
   sm_90 SASS): ``runs`` on vm, ``will-fail`` on h200-old-driver (its CUDA 13 runtime needs a
   580 driver), ``runs-with-jit`` on b300-node (PTX only for sm_103).
-- ``HOSTILE``: an image scan whose name, labels, package names, versions and file paths
-  hold script tags, attribute breakouts and SQL metacharacters.
+- the hostile image (fixtures/hostile.py): package names, versions, file paths and labels
+  hold script tags, attribute breakouts and SQL metacharacters; labelled node=vm.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from gpusbom.model import (
-    Component,
-    Evidence,
-    Finding,
-    ProbeResult,
-    ScanResult,
-    Target,
-    ToolInfo,
-)
+from fixtures.hostile import IMG, SCRIPT, SQL, write_hostile_layout
+from gpusbom.model import ProbeResult, ScanResult
 
-SCRIPT = "<script>alert('xss-script')</script>"
-IMG = "\"><img src=x onerror=alert('xss-img')>"
-SQL = "x' OR '1'='1'; DROP TABLE scans; --"
-HOSTILE_STRINGS = (SCRIPT, IMG, SQL)
 HOSTILE_NAME = f"evil/{IMG}{SCRIPT}"
 HOSTILE_SUBJECT = f"{HOSTILE_NAME}:{SQL}"
 
@@ -78,26 +70,15 @@ def host_variants(h200: ScanResult) -> list[ScanResult]:
     ]
 
 
-def hostile_image() -> ScanResult:
-    comps = []
-    for i, s in enumerate(HOSTILE_STRINGS):
-        comps.append(Component(
-            name=f"pkg{i}-{s}", version=f"1.{i}-{s}", ecosystem="deb",
-            purl=f"pkg:deb/debian/pkg{i}@1.{i}",
-            properties={"location": f"/opt/{s}/lib", "cuda:sass": "sm_90",
-                        "stack": "cuda", "product": f"cudnn{s}"},
-            evidence=[Evidence("dpkg", "package-db", f"/var/lib/{s}/status")],
-            bom_ref=f"deb:pkg{i}@{s}"))
-    return ScanResult(
-        target=Target(kind="image", reference=HOSTILE_SUBJECT, source="registry",
-                      name=HOSTILE_NAME, tags=[SQL],
-                      manifest_digest="sha256:" + "ab" * 32, platform="linux/amd64",
-                      labels={"node": "vm", SCRIPT: IMG, "org.opencontainers.image.title": SQL,
-                              "description": SCRIPT + IMG}),
-        components=comps, tool=ToolInfo(version="0.1.0"), timestamp="2026-01-01T00:00:00Z",
-        findings=[Finding(id=f"image/{SCRIPT}", kind="consistency", severity="high",
-                          title=f"{IMG} {SQL}")],
-    )
+def hostile_image(tmp: Path) -> ScanResult:
+    """The hostile fixture image (fixtures/hostile.py) scanned; its name and tag are set
+    to hostile strings too, as a free-text SBOM name could be."""
+    from gpusbom.scan import scan
+
+    r = scan(write_hostile_layout(tmp))
+    r.target.name = HOSTILE_NAME
+    r.target.tags = [SQL]
+    return r
 
 
 def fill(url: str, h200: ScanResult, wheels: ScanResult) -> dict[str, Any]:
@@ -107,5 +88,9 @@ def fill(url: str, h200: ScanResult, wheels: ScanResult) -> dict[str, Any]:
         for r in host_variants(h200):
             store.ingest(r)
         store.ingest(wheels)
-        store.ingest(hostile_image())
+        tmp = Path(tempfile.mkdtemp(prefix="gpusbom-hostile-"))
+        try:
+            store.ingest(hostile_image(tmp), labels={"node": "vm"})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return {"hosts": ["vm", "h200-old-driver", "b300-node"]}

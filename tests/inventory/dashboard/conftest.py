@@ -5,7 +5,6 @@ host snapshot, the nvidia-wheels fixture image) and a hostile image, served by
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import dash_data  # noqa: E402
+import dash_data
 
 REPO = Path(__file__).resolve().parents[3]
 #: screenshots and other artifacts of the browser tests (CI keeps this directory)
@@ -38,11 +37,11 @@ class Server:
     def __init__(self, url: str, *extra: str) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}/"
-        self.log = tempfile.NamedTemporaryFile(prefix="gpusbom-serve-", suffix=".log",
-                                               delete=False)
+        fd, self.log = tempfile.mkstemp(prefix="gpusbom-serve-", suffix=".log")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpusbom", "inventory", "serve", "--db", url, "--bind",
-             f"127.0.0.1:{self.port}", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+             f"127.0.0.1:{self.port}", *extra], stdout=fd, stderr=subprocess.STDOUT)
+        os.close(fd)
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -58,7 +57,7 @@ class Server:
                 time.sleep(0.2)
 
     def output(self) -> str:
-        return Path(self.log.name).read_text(errors="replace")[-3000:]
+        return Path(self.log).read_text(errors="replace")[-3000:]
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -67,7 +66,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        os.unlink(self.log.name)
+        os.unlink(self.log)
 
 
 @pytest.fixture(scope="session")
@@ -101,36 +100,9 @@ def wheels_subject(wheels_result: Any) -> str:
     return str(subject_of(wheels_result))
 
 
-def chromium_driver() -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    binary = shutil.which("chromium")
-    driver = shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.fail("chromium and chromium-driver are needed (scripts/test installs them: "
-                    "apt-get install chromium chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    profile = tempfile.mkdtemp(prefix="gpusbom-chromium-")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                 f"--user-data-dir={profile}", "--window-size=1280,900"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=opts, service=Service(executable_path=driver))
-    d.set_page_load_timeout(30)
-    d._gpusbom_profile = profile  # type: ignore[attr-defined]
-    return d
-
-
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not look for drivers online
-    d = chromium_driver()
-    try:
+    from chromium import chromium  # tests/chromium.py
+
+    with chromium() as d:
         yield d
-    finally:
-        d.quit()
-        shutil.rmtree(d._gpusbom_profile, ignore_errors=True)

@@ -110,7 +110,7 @@ def test_hostile_strings_inert(server: Server, browser: Any, wheels_subject: str
     from urllib.parse import quote
 
     for path in ("", "matrix", f"image?name={quote(dash_data.HOSTILE_SUBJECT)}",
-                 "host?name=vm", f"search?component={quote('pkg1-' + dash_data.IMG)}",
+                 "host?name=vm", f"search?component={quote('evil-' + dash_data.SCRIPT + dash_data.IMG)}",
                  f"search?component={quote(dash_data.SQL)}&host={quote(dash_data.IMG)}"):
         _open(browser, server.base + path)
         made = browser.execute_script(

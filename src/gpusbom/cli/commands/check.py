@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,7 +19,7 @@ from ..app import app
 if TYPE_CHECKING:
     from ...model import ScanResult
 
-_FORMATS = ("table", "json", "sarif")
+_FORMATS = ("table", "json", "sarif", "html")
 
 
 def _parse_outputs(values: list[str] | None) -> list[tuple[str, str | None]]:
@@ -123,7 +123,7 @@ def check(
     output: Annotated[
         list[str] | None,
         typer.Option("--output", "-o",
-                     help="FORMAT[=PATH], repeatable: table (default), json, sarif."),
+                     help="FORMAT[=PATH], repeatable: table (default), json, sarif, html."),
     ] = None,
     fail_on_jit: Annotated[
         bool, typer.Option("--fail-on-jit", help="Exit 1 on runs-with-jit too.")
@@ -179,8 +179,14 @@ def _check(image: str, against: str | None, host: bool, inventory: str | None,
         verdicts = evaluate(img, list(gpu), driver=driver)
     else:
         verdicts = [v for h in hosts for v in check_against_host(img, h)]
+    def html(v: list[Any]) -> str:
+        from ...writers.html import render_report
+
+        return render_report(title=f"gpusbom check: {img.target.reference}", scans=[img],
+                             verdicts=v)
+
     renderers = {"table": lambda v: to_table(v, verbose=verbose), "json": to_json,
-                 "sarif": to_sarif}
+                 "sarif": to_sarif, "html": html}
     rendered = [(renderers[fmt](verdicts), path) for fmt, path in specs]
     for text, path in rendered:
         if path is None:

@@ -18,7 +18,7 @@ from .._common import EXIT_OK, EXIT_POLICY
 from .._common import fail as _fail
 from ..app import app
 
-_FORMATS = ("table", "json", "sarif", "junit")
+_FORMATS = ("table", "json", "sarif", "junit", "html")
 
 
 @app.command()
@@ -35,7 +35,7 @@ def gate(
     output: Annotated[
         list[str] | None,
         typer.Option("--output", "-o", help="FORMAT[=PATH], repeatable: table (summary), json, "
-                     "sarif (SARIF 2.1.0), junit (JUnit XML). Default: table to stdout."),
+                     "sarif (SARIF 2.1.0), junit (JUnit XML), html (one self-contained file). Default: table to stdout."),
     ] = None,
     host: Annotated[bool, typer.Option("--host", help="Gate this machine (a host scan).")] = False,
     root: Annotated[
@@ -120,6 +120,11 @@ def _gate(
             text = render_json(decisions, pol)
         elif fmt == "sarif":
             text = sarif_report.render(decisions, pol)
+        elif fmt == "html":
+            from ...writers.html import render_report
+
+            text = render_report(title="gpusbom gate: " + ", ".join(n for n, _ in loaded),
+                                 scans=[r for _, r in loaded], decisions=decisions)
         else:
             text = junit_report.render(decisions, pol)
         rendered.append((path, text))
