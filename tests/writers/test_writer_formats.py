@@ -24,7 +24,7 @@ UPDATE = os.environ.get("GPUSBOM_UPDATE_GOLDEN") == "1"
 
 #: every format we ship; a new writer must be added here (and get a golden file)
 EXPECTED_FORMATS = {
-    "table", "json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value",
+    "table", "json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value", "html",
 }
 #: (golden name, format, options)
 VARIANTS = [
@@ -38,6 +38,7 @@ VARIANTS = [
     ("cyclonedx-xml-1.7", "cyclonedx-xml", WriterOptions(cyclonedx_version="1.7")),
     ("spdx-json", "spdx-json", WriterOptions()),
     ("spdx-tag-value", "spdx-tag-value", WriterOptions()),
+    ("html", "html", WriterOptions()),
 ]
 
 

@@ -71,9 +71,10 @@ def render_report(*, title: str, scans: list[ScanResult], decisions: list[Any] |
               "summary": v.summary(),
               "libraries": [{"name": x.name, "verdict": x.verdict, "reason": x.reason}
                             for x in v.libraries]} for v in verdicts or []]
-    return str(_env().get_template("report.html").render(
+    text = str(_env().get_template("report.html").render(
         title=title, version=__version__, scans=[_scan(r) for r in scans], gate=gate,
         check=check))
+    return text.rstrip("\n") + "\n"
 
 
 @register
