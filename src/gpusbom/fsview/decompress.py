@@ -10,12 +10,23 @@ never copied). It can hash the raw and the decompressed bytes as they pass,
 enforces the decompression-bomb limits, and can run the read / hash /
 inflate pipeline in a worker thread (hashlib, ISA-L and zstd release the GIL
 on large buffers) so that the consumer (the tar parser) overlaps with it.
+
+A large gzip blob that lies in a file (``BlobSpan``: descriptor, offset, size) can be
+inflated on several cores at once with rapidgzip (``parallel=N``), its sha256 hashed by
+another thread reading the same bytes with ``pread``. rapidgzip stops quietly at a
+truncated end and refuses trailing zero padding, so its result is only trusted when the
+blob's last gzip footer agrees with what it produced; on any doubt (an error, a footer
+that does not match, an output/input ratio above ``PARALLEL_MAX_RATIO``) the blob is
+inflated again from its start with ISA-L, the bytes already handed on are skipped, and
+the sequential path gives its usual verdict. Bad input is therefore judged exactly as
+before; only good input gets faster.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator
@@ -31,6 +42,13 @@ OUT_CHUNK = 4 << 20
 RATIO_CHECK_AFTER = 1 << 30
 _QUEUE_DEPTH = 8  # raw chunks (1 MiB) in flight
 _OUT_QUEUE_DEPTH = 4  # decompressed chunks (up to 4 MiB) in flight, per queue
+# gzip blobs from this size on are inflated in parallel when threads are granted: below it
+# rapidgzip's start-up (block finder, thread pool) costs more than it saves
+PARALLEL_MIN_SIZE = 64 << 20
+# real layers inflate to 2-5x (sparse or zero-filled files rarely reach 20x); beyond this
+# multiple of the blob size the parallel reader (whose chunk buffers grow with the ratio)
+# gives way to the bounded sequential one
+PARALLEL_MAX_RATIO = 32
 
 _GZIP_ERRORS: tuple[type[BaseException], ...]
 try:  # pragma: no branch
@@ -139,6 +157,84 @@ class _ZstdFrameWalker:
             raise self._bad("truncated (unexpected end of compressed data)")
 
 
+class BlobSpan:
+    """A blob that lies in a file: ``size`` bytes of descriptor ``fd`` from ``offset``,
+    readable with ``pread`` by several threads at once (no shared file position)."""
+
+    __slots__ = ("fd", "offset", "size")
+
+    def __init__(self, fd: int, offset: int, size: int) -> None:
+        self.fd, self.offset, self.size = fd, offset, size
+
+    def pread(self, n: int, pos: int) -> bytes:
+        n = min(n, self.size - pos)
+        return os.pread(self.fd, n, self.offset + pos) if n > 0 else b""
+
+
+def blob_span(raw: Any) -> BlobSpan | None:
+    """The ``BlobSpan`` behind ``raw`` when it is an unread file (or a reader over part of
+    one that offers ``blob_span()``); None otherwise (a network stream, a pipe)."""
+    if not hasattr(os, "pread"):
+        return None
+    inner = raw.raw if isinstance(raw, io.BufferedReader) else raw
+    get = getattr(inner, "blob_span", None)
+    if callable(get):
+        span = get()
+        return span if isinstance(span, BlobSpan) else None
+    if isinstance(inner, io.FileIO):
+        try:
+            if raw.tell() != 0:
+                return None
+            fd = inner.fileno()
+            return BlobSpan(fd, 0, os.fstat(fd).st_size)
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+class _SpanFile(io.RawIOBase):
+    """A ``BlobSpan`` as a seekable file object (what rapidgzip reads)."""
+
+    def __init__(self, span: BlobSpan) -> None:
+        super().__init__()
+        self._span = span
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = (0, self._pos, self._span.size)[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = self._span.size - self._pos
+        data = self._span.pread(n, self._pos)
+        self._pos += len(data)
+        return data
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def parallel_gzip_available() -> bool:
+    try:
+        import rapidgzip  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:  # pragma: no cover - a dependency on Linux x86-64 / arm64
+        return False
+    return True
+
+
 class _Pipeline:
     """Reads raw bytes, hashes them, decompresses; yields ``(data, raw_bytes_since_last)``."""
 
@@ -162,6 +258,9 @@ class _Pipeline:
         self.out_bytes = 0
         self.format: str | None = None
         self._raw_pending = 0  # raw bytes read but not yet reported
+        # set by open_decompressed when this gzip blob is inflated on several threads
+        self.parallel: tuple[BlobSpan, int] | None = None
+        self.fallback: str | None = None  # why the parallel inflate gave way (for tests)
 
     # raw side ------------------------------------------------------------------------------
 
@@ -207,6 +306,9 @@ class _Pipeline:
         return data, self._take_raw()
 
     def chunks(self) -> Generator[tuple[bytes, int], None, None]:
+        if self.parallel is not None:
+            yield from self._gunzip_parallel(*self.parallel)
+            return
         head = self.read_raw()
         while 0 < len(head) < 4:
             more = self.read_raw()
@@ -288,6 +390,105 @@ class _Pipeline:
         # report the raw bytes read last
         if self._raw_pending:
             yield b"", self._take_raw()
+
+    def _gunzip_parallel(self, span: BlobSpan, threads: int) -> Iterator[tuple[bytes, int]]:
+        """Inflate with rapidgzip on ``threads`` threads while another thread hashes the
+        blob; on any doubt, inflate again sequentially (see the module docstring)."""
+        import rapidgzip  # type: ignore[import-not-found, unused-ignore]
+
+        self.format = "gzip"
+        raw_hash = self.raw_hash
+        hashed = [0]
+        hash_err: list[BaseException] = []
+        stop = threading.Event()
+
+        def hash_blob() -> None:
+            pos = 0
+            try:
+                while pos < span.size and not stop.is_set():
+                    data = span.pread(RAW_CHUNK * 4, pos)
+                    if not data:
+                        raise LayerError(f"{self.name}: unexpected end of blob")
+                    if raw_hash is not None:
+                        raw_hash.update(data)
+                    pos += len(data)
+                    hashed[0] = pos
+            except BaseException as e:  # noqa: BLE001 - re-raised in the consumer's thread
+                hash_err.append(e)
+
+        hasher = threading.Thread(target=hash_blob, daemon=True, name="blob-hash")
+        hasher.start()
+        reported = 0
+        delivered = 0
+        limit = PARALLEL_MAX_RATIO * max(span.size, 1)
+        reason: str | None = None
+        finished = False
+        try:
+            try:
+                f = rapidgzip.RapidgzipFile(_SpanFile(span), parallelization=threads)
+            except (ValueError, RuntimeError, OSError) as e:
+                f, reason = None, f"open: {e}"
+            if f is not None:
+                with f:
+                    while True:
+                        try:
+                            out = f.read(OUT_CHUNK)
+                        except (ValueError, RuntimeError, OSError) as e:
+                            reason = f"read: {e}"
+                            break
+                        if not out:
+                            break
+                        if delivered + len(out) > limit:
+                            reason = "ratio"
+                            break
+                        delivered += len(out)
+                        now = hashed[0]
+                        yield self._out(out)[0], now - reported
+                        reported = now
+            if reason is None:
+                # rapidgzip ends quietly where a truncated blob stops: the last member's
+                # footer (ISIZE = its length mod 2**32) must agree; a blob of several
+                # members fails this too and is checked by the sequential path
+                tail = span.pread(4, span.size - 4) if span.size >= 4 else b""
+                if len(tail) != 4 or int.from_bytes(tail, "little") != delivered & 0xFFFFFFFF:
+                    reason = "footer"
+            if reason is not None:
+                self.fallback = reason
+                yield from self._gunzip_again(span, delivered)
+            finished = True
+        finally:
+            if not finished:  # an error, or the consumer stopped early: stop hashing too
+                stop.set()
+            hasher.join()
+        if hash_err:
+            raise hash_err[0]
+        self.raw_bytes = span.size
+        if span.size > reported:
+            yield b"", span.size - reported
+
+    def _gunzip_again(self, span: BlobSpan, skip: int) -> Iterator[tuple[bytes, int]]:
+        """The sequential inflate of ``span`` from its start, dropping the first ``skip``
+        output bytes (already handed on); the blob is being hashed elsewhere."""
+        pos = [0]
+
+        def pread(n: int = RAW_CHUNK) -> bytes:
+            data = span.pread(max(n, RAW_CHUNK), pos[0])
+            pos[0] += len(data)
+            return data
+
+        self._hash_raw_inline = False
+        self._raw_read = pread
+        self.raw_bytes = 0
+        self.out_bytes = 0  # counted again from the start (the skipped part included)
+        for data, _n in self._gunzip(self.read_raw()):
+            if skip:
+                if len(data) <= skip:
+                    skip -= len(data)
+                    continue
+                data = data[skip:]
+                skip = 0
+            if data:
+                yield data, 0
 
     def _unzstd(self, first: bytes) -> Iterator[tuple[bytes, int]]:
         import zstandard
@@ -480,7 +681,8 @@ class DecompressedStream(io.BufferedIOBase):
                 finally:
                     gen.close()
 
-            self._threads.append(threading.Thread(target=read_raw_stage, daemon=True))
+            if p.parallel is None:  # else the blob is read with pread by the parallel inflater
+                self._threads.append(threading.Thread(target=read_raw_stage, daemon=True))
             self._threads.append(threading.Thread(target=inflate_stage, daemon=True))
             for t in self._threads:
                 t.start()
@@ -656,13 +858,27 @@ def open_decompressed(
     out_digest: str | None = None,
     threaded: bool = False,
     on_raw: Callable[[int], None] | None = None,
+    parallel: int = 0,
 ) -> DecompressedStream:
     """Open ``raw`` (gzip, zstd or plain tar by magic bytes) as a decompressed stream.
 
     ``raw_digest`` / ``out_digest`` name hash algorithms (``"sha256"``) to run over
     the raw / decompressed bytes (the latter only for compressed blobs).
     ``on_raw(n)`` is called in the consumer's thread as raw bytes are consumed.
+    ``parallel``: threads granted to inflate a large gzip blob that lies in a file
+    (see the module docstring); 0 or 1 keeps the sequential path.
     Errors: ``LayerError`` for corrupt data, ``UnsafeArchiveError`` for bombs.
     """
     p = _Pipeline(raw, name, limits or Limits(), raw_digest, out_digest)
+    if parallel > 1 and out_digest is None:
+        span = blob_span(raw)
+        if (
+            span is not None
+            and span.size >= PARALLEL_MIN_SIZE
+            and span.pread(2, 0) == GZIP_MAGIC
+            # trailing zero padding (which rapidgzip refuses) goes the sequential way
+            and span.pread(8, span.size - 8).count(0) != 8
+            and parallel_gzip_available()
+        ):
+            p.parallel = (span, parallel)
     return DecompressedStream(p, threaded=threaded, on_raw=on_raw)

@@ -379,6 +379,7 @@ def read_layer(
         out_digest=out_alg,
         threaded=threaded,
         on_raw=progress.advance,
+        parallel=limits.inflate_threads,
     )
     try:
         entries, whiteouts, opaque, shadow, count = index_members(

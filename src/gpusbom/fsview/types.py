@@ -49,6 +49,14 @@ class Limits:
     # hash the uncompressed bytes of compressed layers against the config's diff_ids too
     # (the blob digest is always checked; this doubles the CPU cost of a scan)
     verify_diff_ids: bool = False
+    # the whole scan's process tree stays within this (``--max-memory``): it sizes the layer
+    # worker pool and the parallel inflaters (``sources.schedule``)
+    max_memory: int = 1 << 30
+    # threads granted to inflate this layer (set per layer by the scheduler; 0/1: one)
+    inflate_threads: int = 0
+    # keyed hash for ``LayerIndex.shadow_hashes`` that stays valid across processes (set
+    # when layer results are cached, see ``fsview.layercache``); None: ``hash()``
+    shadow_key: bytes | None = None
 
 
 class ContentRef:

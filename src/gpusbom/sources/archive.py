@@ -30,7 +30,7 @@ from ..errors import (
     SourceNotFoundError,
     UnsafeArchiveError,
 )
-from ..fsview.decompress import open_decompressed
+from ..fsview.decompress import BlobSpan, open_decompressed
 from ..fsview.layer import read_layer
 from ..fsview.tarstream import iter_tar
 from ..fsview.types import EntryKind, LayerIndex, Limits
@@ -161,6 +161,13 @@ class _SliceReader(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def blob_span(self) -> BlobSpan | None:
+        """Where the slice lies, for readers that ``pread`` it on several threads
+        (``fsview.decompress``); None once read from or without a descriptor."""
+        if self._fd is None or self._pos:
+            return None
+        return BlobSpan(self._fd, self._offset, self._size)
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
         n = min(len(b), self._size - self._pos)

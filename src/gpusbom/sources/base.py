@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..fsview.spec import PathMatcher
 from ..fsview.types import LayerIndex, Limits, NullProgress, ProgressSink, Spool
@@ -21,6 +21,8 @@ class ReadContext:
     limits: Limits = field(default_factory=Limits)
     progress: ProgressSink = field(default_factory=NullProgress)
     platform: str | None = None  # "os/arch[/variant]"; None: the host's
+    # a ``fsview.layercache.LayerCache``: layers it holds are not read again
+    layer_cache: Any = None
 
 
 @dataclass

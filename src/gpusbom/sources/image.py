@@ -27,6 +27,7 @@ from ..fsview.layer import read_layer
 from ..fsview.types import Entry, LayerIndex
 from ..model import LayerRef, Target
 from .base import ReadContext
+from .schedule import LayerSchedule, schedule_layers, usable_cpus
 
 #: manifest.json, index.json, image manifests and configs larger than this are refused
 MAX_JSON_BYTES = 16 << 20
@@ -769,19 +770,40 @@ def layer_processes(store: BlobStore, total: int) -> int:
 def read_layers(
     store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int | None = None
 ) -> list[LayerIndex]:
-    """Stream every layer once: several at a time when the store allows it."""
+    """Stream every layer once: several at a time when the store allows it, largest first,
+    large gzip layers on several threads (``sources.schedule``); cached layers not at all
+    (``fsview.layercache``)."""
+    cache = getattr(ctx, "layer_cache", None)
+    if cache is not None:
+        return cache.read_layers(  # type: ignore[no-any-return]
+            plan, ctx, lambda p, c: read_layers(store, p, c, workers)
+        )
     total = len(plan.layers)
     procs = layer_processes(store, total) if workers is None else 0
-    if procs > 1:
-        return read_layers_forked(store, plan, ctx, procs)
+    sched = schedule_layers(
+        [la.size for la in plan.layers],
+        cpus=usable_cpus(),
+        max_memory=ctx.limits.max_memory,
+        processes=procs if procs > 1 else 0,
+    )
+    if sched.processes > 1:
+        return read_layers_forked(store, plan, ctx, sched.processes, sched)
     n = layer_workers() if workers is None else workers
     if not store.parallel_safe or n <= 1 or total <= 1:
         out = []
-        for layer in plan.layers:
-            li = store.read_layer(layer.path, layer, total, ctx)
+        for i, layer in enumerate(plan.layers):
+            lctx = _with_threads(ctx, sched.threads[i])
+            li = store.read_layer(layer.path, layer, total, lctx)
             out.append(finish_layer(li, layer, store.label))
         return out
     return read_layers_parallel(store, plan, ctx, n)
+
+
+def _with_threads(ctx: ReadContext, threads: int) -> ReadContext:
+    """``ctx`` with ``threads`` inflate threads granted to its layer."""
+    if threads <= 1 or ctx.limits.inflate_threads == threads:
+        return ctx
+    return replace(ctx, limits=replace(ctx.limits, inflate_threads=threads))
 
 
 class SharedSpool:
@@ -848,8 +870,13 @@ def read_layers_parallel(
     """Stream every layer once, ``workers`` at a time; results in order; first error wins.
 
     Stores with a ``cancel`` event (the registry) stop their other downloads when a
-    layer fails; others finish the layers already started.
+    layer fails; others finish the layers already started. Layers start largest first.
     """
+    cache = getattr(ctx, "layer_cache", None)
+    if cache is not None:
+        return cache.read_layers(  # type: ignore[no-any-return]
+            plan, ctx, lambda p, c: read_layers_parallel(store, p, c, workers)
+        )
     total = len(plan.layers)
     if total == 0:
         return []
@@ -880,7 +907,9 @@ def read_layers_parallel(
         return finish_layer(li, layer, store.label)
 
     pool = ThreadPoolExecutor(max_workers=max(1, min(workers, total)), thread_name_prefix="layer")
-    futures = [pool.submit(one, layer) for layer in plan.layers]
+    by_size = sorted(range(total), key=lambda i: -(plan.layers[i].size or 0))
+    submitted = {i: pool.submit(one, plan.layers[i]) for i in by_size}
+    futures = [submitted[i] for i in range(total)]
     try:
         wait(futures, return_when=FIRST_EXCEPTION)
         for fut in futures:
@@ -938,12 +967,13 @@ def _read_layer_in_child(i: int) -> LayerIndex:
     from ..fsview.types import NullProgress
 
     assert _FORK_JOB is not None
-    store, plan, ctx, counter = _FORK_JOB
+    store, plan, ctx, counter, sched = _FORK_JOB
     layer = plan.layers[i]
+    threads = sched.threads[i] if sched is not None else 0
     lctx = ReadContext(
         matcher=ctx.matcher,
         spool=_ForkSpool(ctx.spool, counter, i),  # type: ignore[arg-type]
-        limits=ctx.limits,
+        limits=replace(ctx.limits, inflate_threads=threads) if threads > 1 else ctx.limits,
         progress=NullProgress(),
         platform=ctx.platform,
     )
@@ -952,7 +982,11 @@ def _read_layer_in_child(i: int) -> LayerIndex:
 
 
 def read_layers_forked(
-    store: BlobStore, plan: ImagePlan, ctx: ReadContext, procs: int
+    store: BlobStore,
+    plan: ImagePlan,
+    ctx: ReadContext,
+    procs: int,
+    sched: LayerSchedule | None = None,
 ) -> list[LayerIndex]:
     """Stream every layer once, in ``procs`` forked worker processes; results in order,
     the first error wins (the other workers are stopped). Children inherit the plan, the
@@ -969,21 +1003,24 @@ def read_layers_forked(
     progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
     mp = multiprocessing.get_context("fork")
     counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))
-    _FORK_JOB = (store, plan, ctx, counter)
+    _FORK_JOB = (store, plan, ctx, counter, sched)
     import gc
 
     gc.freeze()  # the collector leaves inherited objects alone: fewer copied pages per worker
     pool = mp.Pool(processes=procs)
     try:
-        out: list[LayerIndex] = []
-        for li, layer in zip(pool.imap(_read_layer_in_child, range(total)), plan.layers):
-            out.append(li)
-            if layer.size:
-                progress.advance(layer.size)
+        # largest first, handed out one at a time: small layers fill the gaps
+        order = sched.order if sched is not None else list(range(total))
+        got: dict[int, LayerIndex] = {}
+        for i, li in zip(order, pool.imap(_read_layer_in_child, order, chunksize=1)):
+            got[i] = li
+            size = plan.layers[i].size
+            if size:
+                progress.advance(size)
         pool.close()
         if hasattr(ctx.spool, "bytes"):
             ctx.spool.bytes = int(counter.value)
-        return out
+        return [got[i] for i in range(total)]
     except BaseException:
         pool.terminate()
         raise
