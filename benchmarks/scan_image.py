@@ -231,14 +231,14 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_scan(ref: str) -> tuple[float, float, int]:
+def run_scan(ref: str, extra: tuple[str, ...] = ("--no-cache",)) -> tuple[float, float, int]:
     """(wall seconds, peak RSS MiB of the scan's process tree, exit code) of ``gpusbom scan``
     as a child process (the tree is sampled every 10 ms; the kernel's own peak of the
     largest single process is taken too)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpusbom", "scan", "--image", ref, "-q", "-o", "json=/dev/null"],
+        [sys.executable, "-m", "gpusbom", "scan", "--image", ref, "-q", "-o", "json=/dev/null", *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

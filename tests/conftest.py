@@ -28,6 +28,9 @@ DOCKERD_START_TIMEOUT = 60.0
 # Tests never see a developer's updated advisory database (gpusbom advisories update writes
 # it to the user cache): every process of the test session uses this empty cache instead.
 os.environ["GPUSBOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpusbom-test-cache-")
+# Nor the layer-result cache: tests that damage a blob after a good scan of the same image
+# must see it read again. tests/sources/test_layer_cache.py turns it on where it is tested.
+os.environ["GPUSBOM_NO_CACHE"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -158,12 +158,17 @@ def scan(
     registry: RegistryOptions | None = None,
     advisories: bool = True,
     advisory_db: AdvisoryDB | None = None,
+    cache: bool | None = None,
+    cache_max_size: int | None = None,
 ) -> ScanResult:
     """Scan an image reference (or ``dir:PATH``) and return the model.
 
     ``registry``: credentials and insecure hosts for registry pulls.
+    ``cache``: keep and reuse per-layer results (``fsview.layercache``); None: on unless
+    ``GPUSBOM_NO_CACHE`` is set. ``cache_max_size``: bytes the cache file may hold.
     """
     from .collectors.osrelease import read_os_release
+    from .fsview import layercache
     from .fsview.squash import squash
     from .sources import resolve_source
     from .sources.base import ReadContext
@@ -172,6 +177,13 @@ def scan(
     classes = select_collectors(collectors)
     matcher = build_matcher(classes)
     src = resolve_source(reference, source=source, registry=registry)
+    layer_cache = None
+    if cache or (cache is None and not layercache.disabled_by_env()):
+        layer_cache = layercache.LayerCache.open(
+            collectors={c.id: c.version for c in classes},
+            limits=limits,
+            max_size=cache_max_size or layercache.DEFAULT_MAX_SIZE,
+        )
     with Spool(limits) as spool:
         ctx = ReadContext(
             matcher=matcher,
@@ -179,8 +191,13 @@ def scan(
             limits=limits,
             progress=progress or NullProgress(),
             platform=platform,
+            layer_cache=layer_cache,
         )
-        read = src.read(ctx)
+        try:
+            read = src.read(ctx)
+        finally:
+            if layer_cache is not None:
+                layer_cache.close()
         fs = read.view if getattr(read, "view", None) is not None else squash(read.layers, limits)
         check_needed_links(fs, matcher)
         target = read.target

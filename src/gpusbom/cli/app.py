@@ -128,6 +128,30 @@ def scan(
             "(blob digests are always verified; this about doubles CPU time).",
         ),
     ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Read every layer, ignoring and not updating the layer-result cache "
+            "(~/.cache/gpusbom/layers.sqlite; GPUSBOM_NO_CACHE=1 does the same).",
+        ),
+    ] = False,
+    cache_max_size: Annotated[
+        str,
+        typer.Option(
+            "--cache-max-size",
+            help="Size the layer-result cache may grow to before the least recently used "
+            "layers are evicted (e.g. 500M, 2G).",
+        ),
+    ] = "2G",
+    max_memory: Annotated[
+        str,
+        typer.Option(
+            "--max-memory",
+            help="Memory for the whole scan (all worker processes): sizes the layer "
+            "workers and parallel inflaters (e.g. 512M, 1G).",
+        ),
+    ] = "1G",
     host: Annotated[
         bool,
         typer.Option("--host", help="Scan this machine (/): GPUs, drivers, firmware, GPU stack."),
@@ -210,12 +234,18 @@ def scan(
             else _registry_options(username, password_stdin, insecure_registry)
     except Exception as exc:  # noqa: BLE001 - usage errors become exit codes
         raise typer.Exit(_fail(exc, debug)) from None
+    try:
+        memory, cache_size = _size(max_memory, "--max-memory"), _size(cache_max_size, "--cache-max-size")
+    except UsageError as exc:
+        raise typer.Exit(_fail(exc, debug)) from None
     scan_kwargs = {
         "source": source.value if source else None,
         "platform": platform,
         "collectors": collector,
         "registry": registry,
-        "limits": _limits(verify_diff_ids),
+        "limits": _limits(verify_diff_ids, memory),
+        "cache": False if no_cache else None,
+        "cache_max_size": cache_size,
     }
     if host or root or paths:
         if target or image:
@@ -265,10 +295,27 @@ def _same_machine(root: str) -> bool:
     return bool(mine) and mine == theirs
 
 
-def _limits(verify_diff_ids: bool) -> Any:
+def _limits(verify_diff_ids: bool, max_memory: int = 1 << 30) -> Any:
     from ..fsview.types import Limits  # not imported for commands that read no image
 
-    return Limits(verify_diff_ids=verify_diff_ids)
+    return Limits(verify_diff_ids=verify_diff_ids, max_memory=max_memory)
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str, option: str) -> int:
+    """``512M``, ``2G``, ``1048576`` (binary units; a trailing B or iB is allowed)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    number = t[: len(t) - len(unit)]
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected a size such as 512M or 2G") from None
+    if value <= 0:
+        raise UsageError(f"{option} {text!r}: must be positive")
+    return int(value)
 
 
 def _registry_options(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO, Protocol
 
 from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
@@ -43,6 +43,23 @@ _HARDLINK = EntryKind.HARDLINK
 def shadow_salt() -> int:
     """Identifies this process's str hashing (see ``LayerIndex.shadow_hashes``)."""
     return hash("gpusbom-shadow")
+
+
+def _shadow_hash(limits: Limits) -> Callable[[str], int]:
+    if limits.shadow_key is None:
+        return hash
+    from .layercache import keyed_shadow_hash
+
+    return keyed_shadow_hash(limits.shadow_key)
+
+
+def layer_shadow_salt(limits: Limits) -> int:
+    """The ``LayerIndex.shadow_salt`` of layers read with ``limits``."""
+    if limits.shadow_key is None:
+        return shadow_salt()
+    from .layercache import keyed_shadow_salt
+
+    return keyed_shadow_salt(limits.shadow_key)
 
 
 def normalize_path(name: str, layer: str, what: str = "entry") -> str:
@@ -215,6 +232,8 @@ def index_members(
     opaque: set[str] = set()
     shadow = array("q")
     shadow_add = shadow.append
+    # with the layer cache on, a keyed hash that other processes can compare
+    shash = _shadow_hash(limits)
     max_kept = limits.max_kept_records
     max_mem = limits.max_memory_content
     match = matcher.match if matcher else None
@@ -245,7 +264,7 @@ def index_members(
             else:
                 spec = match(path)
             if spec is None:
-                shadow_add(hash(path))
+                shadow_add(shash(path))
                 if entries:
                     entries.pop(path, None)
                 continue
@@ -437,5 +456,6 @@ def read_layer(
         file_count=count,
         uncompressed_bytes=stream.out_bytes,
         shadow_hashes=shadow,
-        shadow_salt=shadow_salt(),
+        shadow_salt=layer_shadow_salt(limits),
+        shadow_key=limits.shadow_key,
     )

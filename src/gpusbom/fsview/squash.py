@@ -10,7 +10,7 @@ missing from a tar are synthesised as directories.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import UnsafeArchiveError
 from .layer import shadow_salt
@@ -26,11 +26,19 @@ def _parent(path: str) -> str:
 
 
 class _State:
-    def __init__(self) -> None:
+    def __init__(self, keyed: Callable[[str], int] | None = None) -> None:
         self.entries: dict[str, Entry] = {}
         self.children: dict[str, set[str]] = {}
         self.history: dict[str, list[Entry]] = {}
         self.by_hash: dict[int, str] = {}
+        # the same under the layer cache's keyed hash, when some layer was hashed with it
+        self.keyed = keyed
+        self.by_key: dict[int, str] = {}
+
+    def _index(self, path: str) -> None:
+        self.by_hash[hash(path)] = path
+        if self.keyed is not None:
+            self.by_key[self.keyed(path)] = path
 
     def remove(self, path: str, keep_self: bool = False) -> None:
         """Remove ``path`` and everything below it (only below it with ``keep_self``)."""
@@ -51,10 +59,13 @@ class _State:
             kids.clear()
         history = self.history
         by_hash = self.by_hash
+        keyed = self.keyed
         while stack:
             p = stack.pop()
             if entries.pop(p, None) is not None:
                 by_hash.pop(hash(p), None)
+                if keyed is not None:
+                    self.by_key.pop(keyed(p), None)
             history.pop(p, None)
             kids = children.pop(p, None)
             if kids:
@@ -75,7 +86,7 @@ class _State:
             if pe is not None and pe.kind is _DIR:
                 return
             entries[par] = Entry(par, _DIR, mode=0o755, layer=layer)
-            self.by_hash[hash(par)] = par
+            self._index(par)
             if pe is not None:
                 # a file or link where this layer has a directory; its parents exist
                 self.history.pop(par, None)
@@ -94,7 +105,7 @@ class _State:
         elif path != "/":
             self._ensure_parent(path, e.layer)
         entries[path] = e
-        self.by_hash[hash(path)] = path
+        self._index(path)
         if e.history:
             h = self.history.get(path)
             if h is None:
@@ -106,7 +117,14 @@ class _State:
 def squash(layers: Sequence[LayerIndex], limits: Limits | None = None) -> FsView:
     """Apply ``layers`` (bottom first) and return the resulting read-only view."""
     limits = limits or Limits()
-    st = _State()
+    key = next((la.shadow_key for la in layers if la.shadow_key is not None), None)
+    keyed_salt = None
+    keyed = None
+    if key is not None:
+        from .layercache import keyed_shadow_hash, keyed_shadow_salt
+
+        keyed, keyed_salt = keyed_shadow_hash(key), keyed_shadow_salt(key)
+    st = _State(keyed)
     salt = shadow_salt()
     max_kept = limits.max_kept_records
     for layer in layers:
@@ -114,10 +132,17 @@ def squash(layers: Sequence[LayerIndex], limits: Limits | None = None) -> FsView
             st.remove(d, keep_self=True)
         for w in sorted(layer.whiteouts):
             st.remove(w)
-        if len(layer.shadow_hashes) and st.by_hash and layer.shadow_salt == salt:
-            hits = st.by_hash.keys() & layer.shadow_hashes  # iterates the array in C
+        index = (
+            st.by_hash
+            if layer.shadow_salt == salt
+            else st.by_key
+            if keyed_salt is not None and layer.shadow_salt == keyed_salt
+            else None
+        )
+        if len(layer.shadow_hashes) and index:
+            hits = index.keys() & layer.shadow_hashes  # iterates the array in C
             for h in hits:
-                p = st.by_hash.get(h)
+                p = index.get(h)
                 if p is not None and p not in layer.entries:
                     st.remove(p)
         for path in sorted(layer.entries):

@@ -127,6 +127,8 @@ class LayerIndex:
     # fsview.layer.shadow_salt() equals shadow_salt (str hashes are salted per process).
     shadow_hashes: array[int] = field(default_factory=lambda: array("q"))
     shadow_salt: int = 0
+    # set when shadow_hashes are keyed hashes (``fsview.layercache``) rather than hash()
+    shadow_key: bytes | None = None
 
 
 class ProgressSink(Protocol):

@@ -1,0 +1,323 @@
+"""A layer-result cache: what a scan kept of a layer, keyed by the layer's content address.
+
+Each layer's ``LayerIndex`` (the directories, links and matched files the collectors asked
+for, with captured content) is stored in a SQLite file in the user's cache directory
+(``$GPUSBOM_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpusbom``, else ``~/.cache/gpusbom``),
+keyed by the layer's blob digest and diff_id together with everything that decides what
+is kept: gpusbom's version, a fingerprint of its code, the collectors and their versions,
+and the limits. An image that shares base layers with an earlier scan reads only its new
+layers; the result is the same as a full read (tested byte for byte on every fixture).
+
+Trust: a hit is not read, so its blob is not hashed again. The digest names the content
+(as in Trivy's cache and the containerd content store); ``--no-cache`` reads and verifies
+everything. Only layers that were read to the end and verified are stored; a layer that
+fails (corrupt, hostile, digest mismatch) raises before anything is stored, so nothing bad
+is ever cached as good. Entries are pickled with a loader that accepts only gpusbom's own
+classes and plain containers, so a planted cache file cannot run code through pickle.
+
+``shadow_hashes`` (paths of unmatched files that may replace lower-layer files) are
+normally ``hash()`` values, salted per process; with the cache on they are keyed 64-bit
+BLAKE2b values under a random key kept in the cache file, so they stay valid across runs.
+
+Eviction: least recently used entries go once the file holds more than ``max_size`` bytes
+(``--cache-max-size``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from .types import ContentRef, Entry, LayerIndex, Limits
+
+FORMAT = 1
+DEFAULT_MAX_SIZE = 2 << 30
+# layers whose captured content spilled to temp files beyond this are not stored
+MAX_SPOOLED_PER_LAYER = 256 << 20
+_NOT_KEYED = ("max_memory", "inflate_threads", "shadow_key")
+
+
+def default_dir() -> Path:
+    env = os.environ.get("GPUSBOM_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpusbom"
+
+
+def disabled_by_env() -> bool:
+    return os.environ.get("GPUSBOM_NO_CACHE", "") not in ("", "0")
+
+
+def keyed_shadow_salt(key: bytes) -> int:
+    """The ``LayerIndex.shadow_salt`` that marks hashes made with ``key``."""
+    d = hashlib.blake2b(b"gpusbom-shadow-salt", digest_size=8, key=key).digest()
+    return int.from_bytes(d, "little", signed=True)
+
+
+def keyed_shadow_hash(key: bytes) -> Callable[[str], int]:
+    """``path -> signed 64-bit`` keyed hash (stable across processes, unguessable)."""
+    b2 = hashlib.blake2b
+
+    def h(path: str) -> int:
+        d = b2(path.encode("utf-8", "surrogateescape"), digest_size=8, key=key).digest()
+        return int.from_bytes(d, "little", signed=True)
+
+    return h
+
+
+def _code_fingerprint() -> str:
+    """Size and mtime of every module of the installed package: a change to any collector
+    or reader makes earlier entries unreachable even without a version bump."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+_SAFE_BUILTINS = frozenset(
+    {"set", "frozenset", "dict", "list", "tuple", "bytes", "bytearray", "int", "str", "float"}
+    | {"bool", "complex", "object", "slice"}
+)
+
+
+class _Unpickler(pickle.Unpickler):
+    """Loads gpusbom's own classes and plain containers only."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (
+            (module == "builtins" and name in _SAFE_BUILTINS)
+            or (module == "array" and name in ("array", "_array_reconstructor"))
+            or (module == "copyreg" and name == "_reconstructor")
+            or (module == "collections" and name == "OrderedDict")
+            or module.startswith("gpusbom.")
+        ):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"layer cache: refusing {module}.{name}")
+
+
+class LayerCache:
+    """One scan's view of the cache file (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        collectors: dict[str, str],
+        limits: Limits,
+        max_size: int = DEFAULT_MAX_SIZE,
+    ) -> None:
+        from .. import __version__
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.max_size = max_size
+        self.hits = 0
+        self.misses = 0
+        self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS layers (key TEXT PRIMARY KEY, data BLOB NOT NULL, "
+            "size INTEGER NOT NULL, used REAL NOT NULL)"
+        )
+        self._db.execute(
+            "INSERT OR IGNORE INTO meta VALUES ('shadow_key', ?)", (secrets.token_bytes(32),)
+        )
+        row = self._db.execute("SELECT v FROM meta WHERE k = 'shadow_key'").fetchone()
+        self.shadow_key = bytes(row[0])
+        self.shadow_salt = keyed_shadow_salt(self.shadow_key)
+        kept = {f.name: getattr(limits, f.name) for f in fields(limits) if f.name not in _NOT_KEYED}
+        self._base = json.dumps(
+            {
+                "format": FORMAT,
+                "gpusbom": __version__,
+                "code": _code_fingerprint(),
+                "collectors": dict(sorted(collectors.items())),
+                "limits": kept,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        collectors: dict[str, str],
+        limits: Limits,
+        max_size: int = DEFAULT_MAX_SIZE,
+        directory: Path | None = None,
+    ) -> LayerCache | None:
+        """The user's cache, or None when it cannot be opened (a read-only home, say):
+        a scan then simply reads every layer."""
+        try:
+            return cls(
+                (directory or default_dir()) / "layers.sqlite",
+                collectors=collectors,
+                limits=limits,
+                max_size=max_size,
+            )
+        except (OSError, sqlite3.Error):
+            return None
+
+    def close(self) -> None:
+        self._db.close()
+
+    # keys ---------------------------------------------------------------------------------
+
+    def key(self, digest: str | None, diff_id: str | None, media_type: str | None) -> str | None:
+        if not digest and not diff_id:
+            return None
+        doc = json.dumps([self._base, digest, diff_id, media_type])
+        return hashlib.sha256(doc.encode()).hexdigest()
+
+    # store / load -------------------------------------------------------------------------
+
+    def get(self, key: str, spool: Any, limits: Limits) -> LayerIndex | None:
+        row = self._db.execute("SELECT data FROM layers WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            li = _Unpickler(io.BytesIO(row[0])).load()
+        except Exception:  # noqa: BLE001 - a damaged entry is a miss, and is dropped
+            self._db.execute("DELETE FROM layers WHERE key = ?", (key,))
+            return None
+        if not isinstance(li, LayerIndex):
+            return None
+        _respool(li, spool, limits)
+        self._db.execute("UPDATE layers SET used = ? WHERE key = ?", (time.time(), key))
+        return li
+
+    def put(self, key: str, li: LayerIndex) -> bool:
+        if len(li.shadow_hashes) and li.shadow_salt != self.shadow_salt:
+            return False  # hashed with this process's salt: useless to another run
+        data = _dumps(li)
+        if data is None:
+            return False
+        self._db.execute(
+            "INSERT OR REPLACE INTO layers VALUES (?, ?, ?, ?)", (key, data, len(data), time.time())
+        )
+        return True
+
+    def evict(self) -> None:
+        total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM layers").fetchone()[0]
+        if total <= self.max_size:
+            return
+        target = self.max_size * 9 // 10
+        rows = self._db.execute("SELECT key, size FROM layers ORDER BY used").fetchall()
+        drop = []
+        for key, size in rows:
+            if total <= target:
+                break
+            drop.append((key,))
+            total -= size
+        self._db.executemany("DELETE FROM layers WHERE key = ?", drop)
+
+    # the hook used by sources.image.read_layers ------------------------------------------
+
+    def read_layers(
+        self, plan: Any, ctx: Any, read: Callable[[Any, Any], list[LayerIndex]]
+    ) -> list[LayerIndex]:
+        """Layers of ``plan`` from the cache where present; ``read(plan, ctx)`` for the rest
+        (with the keyed shadow hash), which are then stored."""
+        from ..sources.image import finish_layer
+
+        layers: Sequence[Any] = plan.layers
+        keys = [self.key(la.digest, la.diff_id, la.media_type) for la in layers]
+        got: dict[int, LayerIndex] = {}
+        for i, (la, key) in enumerate(zip(layers, keys)):
+            li = self.get(key, ctx.spool, ctx.limits) if key is not None else None
+            if li is not None:
+                # the plan's LayerRef (index, media type, history) is the one to report
+                got[i] = finish_layer(_at_index(li, la.index), la, "layer cache")
+        self.hits += len(got)
+        todo = [i for i in range(len(layers)) if i not in got]
+        self.misses += len(todo)
+        if todo:
+            sub_ctx = replace(
+                ctx, layer_cache=None, limits=replace(ctx.limits, shadow_key=self.shadow_key)
+            )
+            fresh = read(replace(plan, layers=[layers[i] for i in todo]), sub_ctx)
+            for i, li in zip(todo, fresh):
+                got[i] = li
+                key = keys[i]
+                if key is not None:
+                    self.put(key, li)
+            self.evict()
+        return [got[i] for i in range(len(layers))]
+
+
+def _at_index(li: LayerIndex, index: int) -> LayerIndex:
+    if li.ref.index == index:
+        return li
+    from ..sources.image import with_layer_index
+
+    return with_layer_index(li, index)
+
+
+def _dumps(li: LayerIndex) -> bytes | None:
+    """Pickle ``li`` with spooled content inlined; None when too much was spooled."""
+    spooled = 0
+    swapped: list[tuple[Entry, ContentRef]] = []
+    inlined: dict[int, ContentRef] = {}  # hard links share one ContentRef: keep it shared
+    try:
+        for e in _all_entries(li):
+            c = e.content
+            if c is not None and c.spooled_path is not None:
+                new = inlined.get(id(c))
+                if new is None:
+                    spooled += c.size
+                    if spooled > MAX_SPOOLED_PER_LAYER:
+                        return None
+                    new = inlined[id(c)] = ContentRef(data=c.read())
+                swapped.append((e, c))
+                e.content = new
+        return pickle.dumps(li, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        for e, c in swapped:
+            e.content = c
+
+
+def _all_entries(li: LayerIndex) -> list[Entry]:
+    return list(li.entries.values())
+
+
+def _respool(li: LayerIndex, spool: Any, limits: Limits) -> None:
+    """Content that a fresh read would have put in a temp file goes there again (within
+    the spool budget, as a fresh read would; beyond it the content is dropped likewise)."""
+    done: dict[int, ContentRef | None] = {}
+    for e in _all_entries(li):
+        c = e.content
+        if c is None or c.size <= limits.max_memory_content:
+            continue
+        if id(c) in done:  # hard links share one ContentRef
+            e.content = done[id(c)]
+            continue
+        new: ContentRef | None = None
+        if spool.bytes + c.size <= limits.max_spool_bytes:
+            path = spool.new_path()
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600
+            )
+            with os.fdopen(fd, "wb") as out:
+                out.write(c.read())
+            spool.bytes += c.size
+            new = ContentRef(path=path, size=c.size)
+        done[id(c)] = new
+        e.content = new
