@@ -66,6 +66,9 @@ def schedule_layers(
     half the cores, at least three on four cores or more)."""
     n = len(sizes)
     known = [s or 0 for s in sizes]
+    # GPUSBOM_INFLATE_THREADS caps the threads of one layer (1: never in parallel)
+    env = os.environ.get("GPUSBOM_INFLATE_THREADS", "")
+    cap = int(env) if env.isdigit() and int(env) > 0 else cpus
     order = sorted(range(n), key=lambda i: -known[i])
     total = sum(known) or 1
     budget = max_memory >> 20
@@ -77,7 +80,8 @@ def schedule_layers(
             share = cpus * known[i] / total
             if known[i] >= min_parallel_size and share >= 1.5:
                 want = math.ceil(2 * share)
-                threads[i] = max(2, min(cpus, want))
+                threads[i] = max(2, min(cpus, want)) if cap > 1 else 1
+                threads[i] = min(threads[i], cap)
     if processes is None:
         processes = 0 if cpus < 4 or n <= 1 else min(n, max(3, cpus // 2))
     processes = min(processes, n)

@@ -173,8 +173,10 @@ def _check(image: str, against: str | None, host: bool, inventory: str | None,
     img = _load_image(image)
     if host:
         from ...host import scan_host
+        from ...host.cache import cached_host_scan
 
-        hosts = [scan_host("/")]
+        # a fresh scan of this host (same boot, package databases, driver) is reused
+        hosts = [cached_host_scan(lambda: scan_host("/"), _load_host)[0]]
     if gpu:
         verdicts = evaluate(img, list(gpu), driver=driver)
     else:

@@ -1,0 +1,506 @@
+#!/usr/bin/env python3
+"""A 10+ GB image built from this machine's own Python environment and CUDA tree, scanned
+against its floors in the same run; plus host-scan, check, version and small-image timings.
+
+Meant for a many-core GPU host (the H200 machines): it needs no network and no Docker.
+
+1. Build an OCI layout (cached in ``--work``): one layer of at least 3 GB (the largest
+   package directories of the Python environment, ``nvidia/`` and ``torch/`` first), the
+   rest of site-packages and the CUDA toolkit tree in further layers, a small base layer
+   with the host's os-release and dpkg status. Layers are tarred by ``tar`` and gzipped
+   with ISA-L (level 1) on all cores at once.
+2. Floors, each over the same blobs: every layer inflated by one ISA-L thread, all layers
+   at once (wall: the parallel floor; per layer: the single-thread time, the largest
+   layer's among them); sha256 of every blob; the CPU they add up to, divided by the cores.
+3. ``gpusbom scan`` of the layout: on all cores (repeated), with parallel inflate off
+   (``GPUSBOM_INFLATE_THREADS=1``), on half the cores; wall, CPU and the peak memory of the
+   process tree (PSS where the kernel offers it, else RSS); then with the layer cache,
+   cold and warm.
+4. ``gpusbom scan --host`` (median of 5, and a cProfile of one run), ``gpusbom check
+   SMALL --host`` (median of 5; the first one scans the host, later ones reuse it),
+   ``gpusbom version`` and a small image scan (median of 5 each).
+
+Results go to ``--out`` (results.json, log.txt, host_profile.txt), written as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+from isal import isal_zlib
+
+RAW = 1 << 20
+OUT = 4 << 20
+GB = 1e9
+
+results: dict[str, object] = {}
+out_dir = Path(".")
+
+
+def log(msg: str) -> None:
+    line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+    print(line, flush=True)
+    with open(out_dir / "log.txt", "a") as f:
+        f.write(line + "\n")
+
+
+def save() -> None:
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True))
+
+
+# ------------------------------------------------------------------------------ building
+
+
+def du(path: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            total += st.st_size
+    return total
+
+
+def _sizes(paths: list[str]) -> dict[str, int]:
+    with multiprocessing.Pool(16) as pool:
+        return dict(zip(paths, pool.map(du, paths)))
+
+
+def plan_layers(site: str, cuda: str, target_total: float) -> list[list[str]]:
+    """Lists of absolute paths, one list per layer; the first one is the 3 GB+ layer."""
+    entries = [os.path.join(site, n) for n in sorted(os.listdir(site))]
+    cuda_entries = [os.path.join(cuda, n) for n in sorted(os.listdir(cuda))] if cuda else []
+    sizes = _sizes(entries + cuda_entries)
+    big: list[str] = []
+    big_size = 0
+    for name in ("nvidia", "torch", "jaxlib", "cupy", "triton"):
+        p = os.path.join(site, name)
+        if p in sizes and big_size < 3.2 * GB:
+            big.append(p)
+            big_size += sizes[p]
+    rest_site = sorted((p for p in entries if p not in big), key=lambda p: -sizes[p])
+    layers = [big]
+    total = big_size
+    # the rest of site-packages in 6 layers, CUDA's tree in 6, filled greedily (largest
+    # entry to the smallest layer) while the image is under target_total
+    for group, count in ((rest_site, 6), (sorted(cuda_entries, key=lambda p: -sizes[p]), 6)):
+        bins: list[list[str]] = [[] for _ in range(count)]
+        fill = [0] * count
+        for p in group:
+            if total + sizes[p] > target_total:
+                continue
+            i = fill.index(min(fill))
+            bins[i].append(p)
+            fill[i] += sizes[p]
+            total += sizes[p]
+        layers.extend(b for b in bins if b)
+    results["layer_plan_bytes"] = [sum(sizes.get(p, 0) for p in la) for la in layers]
+    return layers
+
+
+def _compress(job: tuple[int, list[str], str]) -> tuple[int, str, str, int, int]:
+    """tar the paths, gzip with ISA-L level 1; (index, digest, diff_id, size, raw size)."""
+    i, paths, blobs = job
+    tmp = os.path.join(blobs, f"tmp-{i}")
+    rel = [p.lstrip("/") for p in paths]
+    proc = subprocess.Popen(
+        ["tar", "-C", "/", "--numeric-owner", "-cf", "-", *rel],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    diff = hashlib.sha256()
+    dig = hashlib.sha256()
+    comp = isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31)
+    raw = 0
+    with open(tmp, "wb") as f:
+        while chunk := proc.stdout.read(4 << 20):
+            raw += len(chunk)
+            diff.update(chunk)
+            z = comp.compress(chunk)
+            if z:
+                dig.update(z)
+                f.write(z)
+        z = comp.flush()
+        dig.update(z)
+        f.write(z)
+    proc.wait()
+    d = dig.hexdigest()
+    os.replace(tmp, os.path.join(blobs, d))
+    return i, "sha256:" + d, "sha256:" + diff.hexdigest(), os.path.getsize(os.path.join(blobs, d)), raw
+
+
+def _base_layer(blobs: str) -> tuple[str, str, int, int]:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for p in ("/etc/os-release", "/usr/lib/os-release", "/var/lib/dpkg/status"):
+            if os.path.isfile(p) and not os.path.islink(p):
+                tf.add(p, arcname=p.lstrip("/"))
+    raw = buf.getvalue()
+    c = isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31)
+    z = c.compress(raw) + c.flush()
+    d = hashlib.sha256(z).hexdigest()
+    Path(blobs, d).write_bytes(z)
+    return "sha256:" + d, "sha256:" + hashlib.sha256(raw).hexdigest(), len(z), len(raw)
+
+
+def write_layout(root: Path, layers: list[tuple[str, str, int]]) -> None:
+    blobs = root / "blobs" / "sha256"
+    cfg = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Env": ["PATH=/usr/bin"]},
+            "rootfs": {"type": "layers", "diff_ids": [x[1] for x in layers]},
+        },
+        sort_keys=True,
+    ).encode()
+    (blobs / hashlib.sha256(cfg).hexdigest()).write_bytes(cfg)
+    man = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": "sha256:" + hashlib.sha256(cfg).hexdigest(),
+                "size": len(cfg),
+            },
+            "layers": [
+                {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": s}
+                for d, _, s in layers
+            ],
+        },
+        sort_keys=True,
+    ).encode()
+    (blobs / hashlib.sha256(man).hexdigest()).write_bytes(man)
+    index = {
+        "schemaVersion": 2,
+        "manifests": [
+            {
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": "sha256:" + hashlib.sha256(man).hexdigest(),
+                "size": len(man),
+            }
+        ],
+    }
+    (root / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    (root / "index.json").write_text(json.dumps(index))
+
+
+def build(work: Path, site: str, cuda: str, target_total: float) -> tuple[Path, list[str]]:
+    root = work / "big"
+    blobs = root / "blobs" / "sha256"
+    if (root / "index.json").exists():
+        index = json.loads((root / "index.json").read_text())
+        man = json.loads((blobs / index["manifests"][0]["digest"][7:]).read_bytes())
+        return root, [str(blobs / la["digest"][7:]) for la in man["layers"]]
+    shutil.rmtree(root, ignore_errors=True)
+    blobs.mkdir(parents=True)
+    t0 = time.perf_counter()
+    plan = plan_layers(site, cuda, target_total)
+    log(f"planned {len(plan)} layers in {time.perf_counter() - t0:.1f} s: "
+        f"{[round(b / GB, 2) for b in results['layer_plan_bytes']]} GB")  # type: ignore[union-attr]
+    base = _base_layer(str(blobs))
+    jobs = [(i, paths, str(blobs)) for i, paths in enumerate(plan)]
+    with multiprocessing.Pool(min(16, len(jobs))) as pool:
+        got = sorted(pool.map(_compress, jobs, chunksize=1))
+    layers = [(base[0], base[1], base[2])] + [(d, diff, size) for _, d, diff, size, _ in got]
+    write_layout(root, layers)
+    raw_total = base[3] + sum(x[4] for x in got)
+    results["build_s"] = round(time.perf_counter() - t0, 1)
+    results["image"] = {
+        "layers": len(layers),
+        "compressed_bytes": sum(x[2] for x in layers),
+        "uncompressed_bytes": raw_total,
+        "layer_uncompressed_bytes": [base[3]] + [x[4] for x in got],
+        "layer_compressed_bytes": [x[2] for x in layers],
+    }
+    log(f"built {len(layers)} layers: {raw_total / GB:.2f} GB, "
+        f"{sum(x[2] for x in layers) / GB:.2f} GB gzip in {results['build_s']} s")
+    save()
+    return root, [str(blobs / d[7:]) for d, _, _ in layers]
+
+
+# ------------------------------------------------------------------------------ floors
+
+
+def _inflate(path: str) -> tuple[str, float, float, int]:
+    c0, t0 = time.process_time(), time.perf_counter()
+    d = isal_zlib.decompressobj(31)
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(RAW):
+            data = chunk
+            while data:
+                n += len(d.decompress(data, OUT))
+                data = d.unconsumed_tail
+                if d.eof:
+                    data = d.unused_data
+                    d = isal_zlib.decompressobj(31)
+            while not d.eof:
+                more = d.decompress(b"", OUT)
+                if not more:
+                    break
+                n += len(more)
+    return path, time.perf_counter() - t0, time.process_time() - c0, n
+
+
+def _sha(path: str) -> tuple[str, float, float]:
+    c0, t0 = time.process_time(), time.perf_counter()
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(4 << 20):
+            h.update(chunk)
+    return path, time.perf_counter() - t0, time.process_time() - c0
+
+
+def floors(blobs: list[str], cpus: int) -> None:
+    order = sorted(blobs, key=lambda p: -os.path.getsize(p))
+    for _ in range(2):  # the second round is the one kept (page cache warm)
+        t0 = time.perf_counter()
+        with multiprocessing.Pool(cpus) as pool:
+            inf = pool.map(_inflate, order, chunksize=1)
+        par = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with multiprocessing.Pool(cpus) as pool:
+        sha = pool.map(_sha, order, chunksize=1)
+    sha_wall = time.perf_counter() - t0
+    inflate_cpu = sum(x[2] for x in inf)
+    sha_cpu = sum(x[2] for x in sha)
+    big = max(inf, key=lambda x: x[3])
+    results["floors"] = {
+        "parallel_inflate_wall_s": round(par, 2),
+        "sequential_inflate_sum_s": round(sum(x[1] for x in inf), 2),
+        "inflate_cpu_s": round(inflate_cpu, 2),
+        "sha256_cpu_s": round(sha_cpu, 2),
+        "sha256_parallel_wall_s": round(sha_wall, 2),
+        "total_cpu_s": round(inflate_cpu + sha_cpu, 2),
+        "total_cpu_over_cores_s": round((inflate_cpu + sha_cpu) / cpus, 2),
+        "largest_layer_uncompressed_bytes": big[3],
+        "largest_layer_single_thread_inflate_s": round(big[1], 2),
+        "per_layer_inflate_s": [round(x[1], 2) for x in inf],
+        "cores": cpus,
+    }
+    log(f"floors: {results['floors']}")
+    save()
+
+
+# ------------------------------------------------------------------------------ gpusbom runs
+
+
+def _tree_mem(pid: int) -> tuple[int, int]:
+    """(PSS sum or -1, RSS sum) of ``pid`` and its descendants, in bytes."""
+    pss_total, rss_total, todo, have_pss = 0, 0, [pid], True
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                rss_total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            if have_pss:
+                try:
+                    with open(f"/proc/{p}/smaps_rollup") as f:
+                        pss_total += next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("Pss:"))
+                except (OSError, StopIteration):
+                    have_pss = False
+            for tid in os.listdir(f"/proc/{p}/task"):
+                try:
+                    with open(f"/proc/{p}/task/{tid}/children") as f:
+                        todo.extend(int(c) for c in f.read().split())
+                except OSError:
+                    pass
+        except (OSError, ValueError):
+            continue
+    if not have_pss:
+        # no children file either (gVisor): find descendants by ppid
+        pass
+    return (pss_total if have_pss else -1), rss_total
+
+
+def _descendants_rss(pid: int) -> int:
+    """RSS sum over the tree by scanning /proc for ppid links (where task/children is absent)."""
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            pass
+        todo.extend(kids.get(p, []))
+    return total
+
+
+def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | None = None) -> dict[str, float]:
+    e = dict(os.environ, **(env or {}))
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusbom", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=e,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+    )
+    peak_pss = peak_rss = peak_rss2 = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_pss, peak_rss, peak_rss2
+        while not stop.is_set():
+            pss, rss = _tree_mem(proc.pid)
+            peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+            peak_rss2 = max(peak_rss2, _descendants_rss(proc.pid))
+            time.sleep(0.05)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    stop.set()
+    th.join()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = {
+        "wall_s": round(wall, 3),
+        "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 2),
+        "peak_tree_pss_mib": round(peak_pss / 2**20) if peak_pss > 0 else None,
+        "peak_tree_rss_mib": round(max(peak_rss, peak_rss2) / 2**20),
+        "max_single_rss_mib": round(r1.ru_maxrss / 1024),
+        "rc": proc.returncode,
+    }
+    if proc.returncode not in (0, 1):
+        out["stderr"] = err.decode(errors="replace")[-2000:]  # type: ignore[assignment]
+    return out
+
+
+def med(rows: list[dict[str, float]]) -> dict[str, object]:
+    return {"median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 3), "runs": rows}
+
+
+def small_image(work: Path) -> Path:
+    root = work / "small"
+    if (root / "index.json").exists():
+        return root
+    (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+    d, diff, size, _ = _base_layer(str(root / "blobs" / "sha256"))
+    write_layout(root, [(d, diff, size)])
+    return root
+
+
+def main() -> int:
+    global out_dir
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gpusbom-big"))
+    ap.add_argument("--site", default=None)
+    ap.add_argument("--cuda", default="/usr/local/cuda")
+    ap.add_argument("--target-gb", type=float, default=13.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-image", action="store_true")
+    args = ap.parse_args()
+    out_dir = args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cpus = len(os.sched_getaffinity(0))
+    results["cores"] = cpus
+    results["python"] = sys.version.split()[0]
+    import gpusbom
+
+    results["gpusbom_from"] = os.path.dirname(gpusbom.__file__)
+    site = args.site or next(p for p in sys.path if p.endswith("site-packages") and os.path.isdir(os.path.join(p, "torch")))
+    cuda = os.path.realpath(args.cuda) if os.path.isdir(args.cuda) else ""
+    log(f"{cpus} cores; site-packages {site}; cuda {cuda or '(none)'}")
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    cache_env = {"GPUSBOM_CACHE_DIR": str(work / "cache")}
+    (work / "cache").mkdir(exist_ok=True)
+
+    # host first: quick, and least disturbed by what follows
+    prof = cProfile.Profile()
+    sys.argv = ["gpusbom", "scan", "--host", "-q", "-o", f"json={work / 'host.json'}"]
+    from gpusbom.cli.app import main as cli_main
+
+    prof.enable()
+    try:
+        cli_main()
+    except SystemExit:
+        pass
+    prof.disable()
+    with open(out_dir / "host_profile.txt", "w") as f:
+        st = pstats.Stats(prof, stream=f)
+        st.sort_stats("cumulative").print_stats(60)
+        st.sort_stats("tottime").print_stats(30)
+    results["scan_host"] = med([run(["scan", "--host", "-q", "-o", "json=/dev/null"], cache_env) for _ in range(5)])
+    log(f"scan --host: {results['scan_host']['median_wall_s']} s")  # type: ignore[index]
+    small = small_image(work)
+    results["check_host"] = med(
+        [run(["check", f"oci:{small}", "--host", "-o", "json=/dev/null"], cache_env) for _ in range(5)]
+    )
+    log(f"check --host: {results['check_host']['median_wall_s']} s")  # type: ignore[index]
+    results["version"] = med([run(["version"]) for _ in range(5)])
+    results["small_scan_nocache"] = med(
+        [run(["scan", f"oci:{small}", "-q", "-o", "json=/dev/null", "--no-cache"], cache_env) for _ in range(5)]
+    )
+    results["small_scan_cached"] = med(
+        [run(["scan", f"oci:{small}", "-q", "-o", "json=/dev/null"], cache_env) for _ in range(5)]
+    )
+    log(f"version {results['version']['median_wall_s']} s; small scan "  # type: ignore[index]
+        f"{results['small_scan_nocache']['median_wall_s']} s / cached "  # type: ignore[index]
+        f"{results['small_scan_cached']['median_wall_s']} s")  # type: ignore[index]
+    save()
+    if args.skip_image:
+        return 0
+
+    layout, blobs = build(work, site, cuda, args.target_gb * GB)
+    floors(blobs, cpus)
+    ref = f"oci:{layout}"
+    scan = ["scan", ref, "-q", "-o", "json=/dev/null"]
+    rows = []
+    for _ in range(args.repeat):
+        rows.append(run([*scan, "--no-cache"], cache_env))
+        log(f"scan 16 cores: {rows[-1]}")
+    results["scan_all_cores"] = med(rows)
+    save()
+    results["scan_no_parallel_inflate"] = run([*scan, "--no-cache"], {**cache_env, "GPUSBOM_INFLATE_THREADS": "1"})
+    log(f"scan, parallel inflate off: {results['scan_no_parallel_inflate']}")
+    save()
+    half = sorted(os.sched_getaffinity(0))[: max(1, cpus // 2)]
+    results["scan_half_cores"] = run([*scan, "--no-cache"], cache_env, cpus=half)
+    log(f"scan on {len(half)} cores: {results['scan_half_cores']}")
+    save()
+    results["scan_cache_cold"] = run(scan, cache_env)
+    results["scan_cache_warm"] = run(scan, cache_env)
+    log(f"cache cold {results['scan_cache_cold']} warm {results['scan_cache_warm']}")
+    save()
+    log("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
