@@ -367,7 +367,7 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=e,
-        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,  # noqa: PLW1509
     )
     peak_pss = peak_rss = peak_rss2 = 0
     stop = threading.Event()

@@ -98,9 +98,7 @@ def cached_host_scan(
         if meta.get("key") == key and 0 <= now - float(meta.get("time", 0)) <= MAX_AGE:
             return load(str(path)), True
     except (OSError, ValueError, TypeError, AttributeError):
-        pass
-    except Exception:  # noqa: BLE001 - a damaged cache file is a miss
-        pass
+        pass  # none stored yet, or damaged: scan
     result = scan()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
