@@ -92,12 +92,14 @@ def cached_host_scan(
         return scan(), False
     path = (directory or default_dir()) / FILE
     now = time.time() if now is None else now
+    from ..errors import GpusbomError
+
     try:
         with open(path.with_suffix(".key"), encoding="utf-8") as f:
             meta = json.load(f)
         if meta.get("key") == key and 0 <= now - float(meta.get("time", 0)) <= MAX_AGE:
             return load(str(path)), True
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, GpusbomError):
         pass  # none stored yet, or damaged: scan
     result = scan()
     try:
