@@ -122,6 +122,19 @@ def test_ratio_gives_way_to_the_bounded_reader(tmp_path: Path) -> None:
     assert par[3] == "ratio"
 
 
+def test_bomb_check_counts_the_whole_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1000:1 check (after RATIO_CHECK_AFTER bytes of output) must not see 0 raw bytes
+    on the parallel path, where rapidgzip reads the blob itself."""
+    monkeypatch.setattr(decompress, "RATIO_CHECK_AFTER", 1)
+    p = tmp_path / "layer.gz"
+    data = _payload(4 << 20)
+    p.write_bytes(_gzip(data))
+    seq, par = _both(p)
+    assert seq[0] == par[0] == "ok"
+    assert par[1] == data
+    assert par[3] is None
+
+
 def test_size_limit_still_applies(tmp_path: Path) -> None:
     p = tmp_path / "big.gz"
     p.write_bytes(_gzip(_payload(8 << 20)))

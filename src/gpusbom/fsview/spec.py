@@ -162,6 +162,19 @@ class PathMatcher:
                     self._dir_suffix.setdefault(tail, []).append(i)
                 else:
                     self._any.append(i)
+        # specs for everything below a directory ("/**/libexec/**"): their base name
+        # matches anything, so they are found through the directory instead (a test per
+        # directory), not by the base-name test that every file goes through
+        self._deep: set[int] = {
+            i for i, sp in enumerate(self.specs) if sp.pattern.rsplit("/", 1)[-1] == "**"
+        }
+        deep_heads = sorted(
+            {glob_to_regex(self.specs[i].pattern.rsplit("/", 1)[0] or "/") for i in self._deep}
+        )
+        self._deep_rx = (
+            re.compile("(?:" + "|".join(deep_heads) + r")(?:/.*)?\Z") if deep_heads else None
+        )
+        self._any_shallow = [i for i in self._any if i not in self._deep]
         self._suffix_lengths = sorted({len(k) for k in self._suffix})
         self._prefix_lengths = sorted({len(k) for k in self._prefix})
         # One C-speed yes/no test on the base name rejects almost every path
@@ -171,7 +184,7 @@ class PathMatcher:
             {
                 glob_to_regex("/" + sp.pattern.rsplit("/", 1)[-1])[1:]
                 for i, sp in enumerate(self.specs)
-                if i not in self._wild_base
+                if i not in self._wild_base and i not in self._deep
             }
         )
         self._base_rx = re.compile("(?:" + "|".join(bases) + r")\Z") if bases else None
@@ -220,21 +233,25 @@ class PathMatcher:
         the directory is known; the walker calls ``match`` only for the rest). None: no
         such test here (a spec with a wholly wild base name may match in ``head``)."""
         if self._wild_base and (
-            self._any or head in self._dir_exact
+            self._any_shallow or head in self._dir_exact
             or any(head.endswith(t) for t in self._dir_suffix)
         ):
+            return None
+        if self._deep_rx is not None and self._deep_rx.match(head):
             return None
         return self._base_rx.match if self._base_rx is not None else _NEVER
 
     def match(self, path: str) -> PathSpec | None:
         cut = path.rfind("/")
         if self._base_rx is None or self._base_rx.match(path, cut + 1) is None:
-            if not self._wild_base:
-                return None
             head = path[:cut] or "/"
-            if head not in self._dir_exact and not any(
+            if self._deep_rx is not None and self._deep_rx.match(head):
+                pass  # below a directory a "/**" spec takes whole
+            elif not self._wild_base:
+                return None
+            elif head not in self._dir_exact and not any(
                 head.endswith(t) for t in self._dir_suffix
-            ) and not self._any:
+            ) and not self._any_shallow:
                 return None
         cands = self._candidates(path)
         if not cands:
