@@ -30,3 +30,11 @@ def test_other_directories_keep_their_base_name_prefilter() -> None:
     assert pre("METADATA") is not None
     assert m.dir_prefilter("/usr/libexec") is None  # anything may match there
     assert m.dir_prefilter("/usr/libexec/sub") is None
+
+
+def test_everything_spec() -> None:
+    m = PathMatcher([PathSpec("/**")])
+    for p in ("/x", "/a/b/c", "/etc/os-release"):
+        assert m.match(p) is not None, p
+    assert m.dir_prefilter("/") is None
+    assert m.dir_prefilter("/usr/lib") is None

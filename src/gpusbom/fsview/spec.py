@@ -168,12 +168,16 @@ class PathMatcher:
         self._deep: set[int] = {
             i for i, sp in enumerate(self.specs) if sp.pattern.rsplit("/", 1)[-1] == "**"
         }
+        # a file's directory ("/" for top-level files) is DIR or below it; "/**" is all
         deep_heads = sorted(
-            {glob_to_regex(self.specs[i].pattern.rsplit("/", 1)[0] or "/") for i in self._deep}
+            {
+                glob_to_regex(d) + "(?:/.*)?"
+                if (d := self.specs[i].pattern.rsplit("/", 1)[0])
+                else ".*"
+                for i in self._deep
+            }
         )
-        self._deep_rx = (
-            re.compile("(?:" + "|".join(deep_heads) + r")(?:/.*)?\Z") if deep_heads else None
-        )
+        self._deep_rx = re.compile("(?:" + "|".join(deep_heads) + r")\Z") if deep_heads else None
         self._any_shallow = [i for i in self._any if i not in self._deep]
         self._suffix_lengths = sorted({len(k) for k in self._suffix})
         self._prefix_lengths = sorted({len(k) for k in self._prefix})
@@ -233,7 +237,8 @@ class PathMatcher:
         the directory is known; the walker calls ``match`` only for the rest). None: no
         such test here (a spec with a wholly wild base name may match in ``head``)."""
         if self._wild_base and (
-            self._any_shallow or head in self._dir_exact
+            self._any_shallow
+            or head in self._dir_exact
             or any(head.endswith(t) for t in self._dir_suffix)
         ):
             return None
@@ -245,13 +250,16 @@ class PathMatcher:
         cut = path.rfind("/")
         if self._base_rx is None or self._base_rx.match(path, cut + 1) is None:
             head = path[:cut] or "/"
-            if self._deep_rx is not None and self._deep_rx.match(head):
-                pass  # below a directory a "/**" spec takes whole
-            elif not self._wild_base:
-                return None
-            elif head not in self._dir_exact and not any(
-                head.endswith(t) for t in self._dir_suffix
-            ) and not self._any_shallow:
+            # below a directory that a "/**" spec takes whole, any name may match
+            deep = self._deep_rx is not None and self._deep_rx.match(head) is not None
+            if not deep and (
+                not self._wild_base
+                or (
+                    head not in self._dir_exact
+                    and not any(head.endswith(t) for t in self._dir_suffix)
+                    and not self._any_shallow
+                )
+            ):
                 return None
         cands = self._candidates(path)
         if not cands:
