@@ -194,10 +194,13 @@ def cpe23(part: str, vendor_product: str, version: str) -> str:
 
 
 def product_rows(c: Component) -> list[Any]:
-    """The catalog rows a component is (by its purl, then by the products fusion gave it)."""
+    """The catalog rows of the GPU products a component provides (the products fusion
+    gave it, else its collector's stack/product). Package-name matches are left out on
+    purpose: ``libdrm-amdgpu1`` is listed under the amdgpu driver for advisories, but its
+    version is libdrm's, and a driver CPE with it would claim a driver version."""
     from . import catalog
 
-    rows = list(catalog.by_purl(c.purl))
+    rows: list[Any] = []
     for p in c.products:
         rows.extend(catalog.by_collector(p.stack, p.name))
     stack = c.properties.get("stack")
