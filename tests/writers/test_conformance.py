@@ -237,7 +237,11 @@ def test_product_cpes_from_the_catalog() -> None:
     assert cpe23("a", "intel:oneapi_dpc++/c++_compiler", "2024.1") == (
         "cpe:2.3:a:intel:oneapi_dpc\\+\\+\\/c\\+\\+_compiler:2024.1:*:*:*:*:*:*:*")
     toolkit = Component(name="cuda-toolkit-12-4", version="12.4.1-1", ecosystem="deb",
-                        purl="pkg:deb/ubuntu/cuda-toolkit-12-4@12.4.1-1")
+                        purl="pkg:deb/ubuntu/cuda-toolkit-12-4@12.4.1-1",
+                        products=[Product("cuda", "cuda-toolkit", "12.4.1")])
+    # listed under the amdgpu driver for advisories, but its version is libdrm's
+    libdrm = Component(name="libdrm-amdgpu1", version="2.4.125-1", ecosystem="deb",
+                       purl="pkg:deb/ubuntu/libdrm-amdgpu1@2.4.125-1")
     cudart = Component(name="nvidia-cuda-runtime-cu12", version="12.4.127", ecosystem="pypi",
                        purl="pkg:pypi/nvidia-cuda-runtime-cu12@12.4.127",
                        products=[Product("cuda", "cudart", "12.4.127")])
@@ -245,7 +249,8 @@ def test_product_cpes_from_the_catalog() -> None:
                     products=[Product("rocm", "hip-runtime", "5.2.3")])
     unversioned = Component(name="libcuda.so", version=None,
                             products=[Product("nvidia-driver", "libcuda")])
-    fill_product_cpes([toolkit, cudart, hip, unversioned])
+    fill_product_cpes([toolkit, cudart, hip, unversioned, libdrm])
+    assert libdrm.cpe is None
     # NVD's name, the product version (the deb revision dropped), not marked guessed
     assert toolkit.cpe == "cpe:2.3:a:nvidia:cuda_toolkit:12.4.1:*:*:*:*:*:*:*"
     assert "cpe:guessed" not in toolkit.properties
