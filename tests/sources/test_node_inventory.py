@@ -19,16 +19,26 @@ from fixtures.build import ensure
 from gpusbom.inventory.store import Store
 from gpusbom.node_images import node_images
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def test_scan_root_images_pushes_every_node_image(tmp_path: Path) -> None:
-    node = Path(tempfile.mkdtemp(prefix="gp-node-", dir="/tmp"))  # short: podman's runroot
+    top = Path(tempfile.mkdtemp(prefix="gp-node-", dir="/tmp"))  # short: podman's runroot
+    node = top / "n"
     try:
-        (node / "proc/sys/kernel").mkdir(parents=True)  # what a host scan reads the name from
+        # the committed H200 host snapshot (GPUs, driver) as the node's root, host name node-17
+        sys.path.insert(0, str(REPO / "fixtures" / "hosts"))
+        from placeholders import materialize
+
+        materialize(REPO / "fixtures" / "hosts" / "h200", node)
+        (node / "proc/sys/kernel").mkdir(parents=True, exist_ok=True)
         (node / "proc/sys/kernel/hostname").write_text("node-17\n")
         demo, multi = ensure("demo").docker_archive, ensure("multilayer").docker_archive
         podman = podman_store(node / "var/lib/containers/storage", "overlay", [multi],
                               runroot=node / "run/containers/storage", create=True)
+        p_image = podman[str(multi)]
         with containerd_daemon([demo], node=node) as c:
+            c_image = c.images[str(demo)]
             start_containers(c, c.images[str(demo)])
             found = {(n.store, n.name): n for n in node_images(str(node))}
             assert set(found) == {("containerd", c.images[str(demo)]),
@@ -67,6 +77,20 @@ def test_scan_root_images_pushes_every_node_image(tmp_path: Path) -> None:
         assert {r["labels"]["gpusbom.node"] for r in rows} == {"node-17"}
         assert {r["labels"]["gpusbom.node.store"] for r in rows} == {"containerd",
                                                                       "containers-storage"}
+        # "which images on which nodes will fail": each node's images against that node
+        cmp = subprocess.run(
+            [sys.executable, "-m", "gpusbom", "inventory", "compat", "--on-node", "--format",
+             "json", "--db", db], capture_output=True, text=True, check=False,
+        )
+        assert cmp.returncode == 0, cmp.stderr
+        pairs = json.loads(cmp.stdout)
+        pairs = pairs["rows"] if isinstance(pairs, dict) else pairs
+        # both images checked against the node's two H200s, and only against node-17
+        assert {(p["image"], p["host"]) for p in pairs} == {(c_image, "node-17"),
+                                                           (p_image, "node-17")}
+        with Store(db) as store:
+            subjects = {s.subject for s in store.scans(kind="image")}
+        assert subjects == {c_image, p_image}
     finally:
         subprocess.run(["umount", "-R", str(node / "run")], capture_output=True, check=False)
-        shutil.rmtree(node, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)

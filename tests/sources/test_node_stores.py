@@ -66,7 +66,8 @@ def test_containerd_parity(ctd: Containerd, archives: dict[str, Path], expected:
 ], name: str) -> None:
     image = ctd.images[str(archives[name])]
     res = scan(f"containerd:{image}?dir={ctd.root}", advisories=False)
-    assert res.target.source == "containerd" and res.target.tags == [image]
+    assert res.target.source == "containerd"
+    assert f"{res.target.name}:{res.target.tags[0]}" == image
     assert res.target.manifest_digest and res.target.manifest_digest.startswith("sha256:")
     got = {(c.name, c.version, c.purl, c.type) for c in res.components}
     assert len(expected[name]) >= 5 and got == expected[name]
@@ -78,7 +79,7 @@ def test_containerd_short_name_namespace_and_running(ctd: Containerd, archives: 
     image = ctd.images[str(archives["demo"])]  # docker.io/gpusbom-fixtures/demo:latest
     short = image.removeprefix("docker.io/").removesuffix(":latest")
     t = scan(f"containerd:{short}?namespace=k8s.io&dir={ctd.root}", advisories=False).target
-    assert t.tags == [image]
+    assert t.name == image.rsplit(":", 1)[0] and t.tags == ["latest"]
     listed = {(i.namespace, i.name) for i in list_images(str(ctd.root))}
     assert ("k8s.io", image) in listed and len(listed) == len(FIXTURES)
     state = {c.id: (c.image, c.running) for c in containers(str(ctd.root), str(ctd.state))}
@@ -116,7 +117,8 @@ def test_containers_storage_parity(podman: dict[str, tuple[Path, dict[str, str]]
     root, names = podman[driver]
     image = names[str(archives[name])]
     res = scan(f"containers-storage:{image}?dir={root}", advisories=False)
-    assert res.target.source == "containers-storage" and image in res.target.tags
+    assert res.target.source == "containers-storage"
+    assert f"{res.target.name}:{res.target.tags[0]}" == image
     got = {(c.name, c.version, c.purl, c.type) for c in res.components}
     assert got == expected[name]
 

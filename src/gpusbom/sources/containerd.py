@@ -259,8 +259,9 @@ class ContainerdSource(Source):
                 break
             else:
                 raise ImageFormatError(f"{store.label}: image indexes nested too deeply")
-            plan.tags = [img.name]
-            plan.name = split_reference(img.name)[0]
+            name, tag, _ = split_reference(img.name)
+            plan.tags = [tag] if tag else []  # as for OCI layouts: the subject is name:tag
+            plan.name = name
             plan.manifest_digest = img.digest
             check_platform(plan, ctx, store.label)
             layers = read_layers(store, plan, ctx)

@@ -228,7 +228,9 @@ class ContainersStorageSource(Source):
             layers=[LayerPlan(index=i, path="", diff_id=d, digest=None)
                     for i, d in enumerate(config.diff_ids)],
             manifest_digest=img.digest,
-            tags=list(img.names),
+            # as for OCI layouts: short tags of the first name (the subject is name:tag)
+            tags=[t for n in img.names if (t := split_reference(n)[1]) and
+                  split_reference(n)[0] == split_reference(img.names[0])[0]],
             name=split_reference(img.names[0])[0] if img.names else None,
         )
         check_platform(plan, ctx, label)

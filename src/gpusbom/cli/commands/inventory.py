@@ -345,6 +345,9 @@ def compat(
                                           "fail.")] = False,
     fail: Annotated[bool, typer.Option("--fail", help="Exit 1 when an image is predicted to "
                                        "fail on a host.")] = False,
+    on_node: Annotated[bool, typer.Option("--on-node", help="Only the images each host holds "
+                                          "(scan --root/--host --images), each checked against "
+                                          "its own node.")] = False,
     fmt: FmtOpt = Fmt.table,
     output: OutOpt = None,
     db: DbOpt = None,
@@ -353,7 +356,7 @@ def compat(
     """Which images will fail on which hosts: gpusbom check of the latest scan of every stored
     image against the latest scan of every stored host (GPUs and driver; nothing rescanned).
     One row per (image, host, GPU kind): runs, runs-with-jit or will-fail, with the first
-    reason."""
+    reason. With --on-node: the images found on each node, against that node."""
     import fnmatch
 
     try:
@@ -363,13 +366,24 @@ def compat(
         from ...inventory.render import render
 
         with Store(db) as store:
-            images = store.latest_scans(kind="image")
             hosts = store.latest_scans(kind="host")
+            if on_node:
+                # the latest scan of each (node, image) pair, from the gpusbom.node label
+                latest: dict[tuple[str, str], str] = {}
+                for info in store.scans(kind="image", labels={"gpusbom.node": None}):
+                    latest[(info.labels["gpusbom.node"], info.subject)] = info.id  # oldest first
+                loaded = store.load(list(latest.values()))
+                images = [loaded[i] for i in latest.values() if i in loaded]
+            else:
+                images = store.latest_scans(kind="image")
         images = [s for s in images if image is None or fnmatch.fnmatch(subject_of(s), image)]
         hosts = [s for s in hosts if host is None or fnmatch.fnmatch(subject_of(s), host)]
         rows: list[dict[str, Any]] = []
-        for img in sorted(images, key=subject_of):
+        for img in sorted(images, key=lambda s: (subject_of(s),
+                                                 s.target.labels.get("gpusbom.node", ""))):
             for h in sorted(hosts, key=subject_of):
+                if on_node and img.target.labels.get("gpusbom.node") != subject_of(h):
+                    continue
                 for v in check_against_host(img, h):
                     if failing and v.verdict != "will-fail":
                         continue
