@@ -1,10 +1,12 @@
 """A bounded squashfs 4.0 reader that yields the filesystem as layer members.
 
-Why our own: PySquashfsImage (0.9, 2023) is the only maintained pure-Python reader; it
-recurses through directories without loop detection, keeps every inode object in memory
-and has no bounds on table sizes or decompressed block sizes, so a hostile image can
-hang it or exhaust memory. The format is small (Documentation/filesystems/squashfs.rst
-in Linux, and squashfs-tools' squashfs_fs.h); this reader follows it with bounds:
+Why our own: PySquashfsImage (0.9, 2023, the one maintained pure-Python reader; judged from
+its source, not adopted) decompresses and keeps every fragment block in memory when the image
+is opened, builds the whole directory tree at open by recursion without loop detection, and
+returns a file's data as one bytes object built by repeated concatenation; a hostile or
+simply large image can hang it or exhaust memory. The format is small
+(Documentation/filesystems/squashfs.rst in Linux, squashfs-tools' squashfs_fs.h); this reader
+follows it with bounds:
 
 * the superblock is checked (magic, version 4.0, block size 4 KiB..1 MiB and its log,
   table offsets inside the partition, ordered);
@@ -211,10 +213,13 @@ class SquashfsImage:
                 if not ld.eof and not ld.needs_input:
                     raise SquashfsError(f"{self.name}: {what} inflates past {limit} bytes")
             else:
+                import io
+
                 import zstandard
 
-                zd = zstandard.ZstdDecompressor().decompressobj()
-                out = zd.decompress(data)
+                # a stream reader caps the output: a small frame can claim gigabytes
+                with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as zr:
+                    out = zr.read(limit + 1)
                 if len(out) > limit:
                     raise SquashfsError(f"{self.name}: {what} inflates past {limit} bytes")
         except (zlib.error, lzma.LZMAError, ValueError) as e:
