@@ -305,7 +305,7 @@ class Crawler:
                                 st.failed.append(f"{repo}:{tag}: {e}")
                                 continue
                             for digest, plat in images:
-                                self._one(store, locks, scan, repo, tag, digest, plat)
+                                self._one(store, locks, scan, client, repo, tag, digest, plat)
                     finally:
                         client.close()
             finally:
@@ -313,8 +313,19 @@ class Crawler:
         st.seconds = time.monotonic() - t0
         return st
 
-    def _one(self, store: Any, locks: _Locks, scan: Any, repo: str, tag: str, digest: str,
-             plat: str | None) -> None:
+    def _created_of(self, client: Any, digest: str) -> datetime | None:
+        """The image's creation time from its config (two small reads, before any layer)."""
+        data, _mt, _d = client.get_manifest(digest)
+        doc = json.loads(data)
+        cfg = doc.get("config") if isinstance(doc, dict) else None
+        cdigest = cfg.get("digest") if isinstance(cfg, dict) else None
+        if not isinstance(cdigest, str):
+            return None
+        config = json.loads(client.get_blob_small(cdigest, "config"))
+        return _created(config.get("created") if isinstance(config, dict) else None)
+
+    def _one(self, store: Any, locks: _Locks, scan: Any, client: Any, repo: str, tag: str,
+             digest: str, plat: str | None) -> None:
         st = self.stats
         st.images += 1
         ref = f"registry:{self.host}/{repo}@{digest}"
@@ -322,16 +333,16 @@ class Crawler:
             st.already += 1
             return
         try:
+            if self.since is not None:
+                created = self._created_of(client, digest)
+                if created is not None and created < self.since:
+                    st.too_old += 1
+                    return
             result = scan(ref, registry=self.opts, platform=plat)
-        except GpusbomError as e:
+        except (GpusbomError, ValueError) as e:
             st.failed.append(f"{repo}:{tag} ({digest}): {e}")
             self._say(f"crawl: {repo}:{tag}: {e}")
             return
-        if self.since is not None:
-            created = _created(result.target.created)
-            if created is not None and created < self.since:
-                st.too_old += 1
-                return
         result.target.tags = sorted(set(result.target.tags) | {f"{self.host}/{repo}:{tag}"})
         with locks.hold(digest):
             if stored_digest(store, digest):

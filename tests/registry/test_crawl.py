@@ -187,6 +187,15 @@ def test_crawl_filters_and_bad_input(registry_plain: Registry, pushed: dict[str,
     )
     assert r.returncode == 0, r.stderr
     assert "1 repositories" in r.stderr and " 1 stored," in r.stderr, r.stderr
+    # --since: the test images say they were created in 1970; nothing is scanned or stored
+    r = subprocess.run(
+        [sys.executable, "-m", "gpusbom", "crawl", f"{registry_plain.host}/{PREFIX}", "--push",
+         f"sqlite:///{tmp_path / 'since.db'}", "--insecure-registry", registry_plain.host,
+         "--include", f"{PREFIX}/multi", "--since", "30d", "-q"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert " 0 stored, 0 already stored, 2 older than --since" in r.stderr, r.stderr
     r = subprocess.run(
         [sys.executable, "-m", "gpusbom", "crawl", f"{registry_plain.host}/{PREFIX}", "--push",
          url, "--shard", "4/4"], capture_output=True, text=True, check=False,
