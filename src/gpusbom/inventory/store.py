@@ -586,13 +586,18 @@ class Store:
         for i in range(0, len(sids), 200):
             chunk = sids[i:i + 200]
             prods: dict[tuple[str, int], list[Product]] = {}
-            for r in conn.execute(select(products).where(products.c.scan_id.in_(chunk))
+            # only the wanted positions (a superset across the chunk, filtered below):
+            # a host scan holds hundreds of components, an advisory touches a few
+            idxs = sorted({i for sid in chunk for i in by_scan[sid]})
+            for r in conn.execute(select(products).where(products.c.scan_id.in_(chunk),
+                                                         products.c.comp_idx.in_(idxs))
                                   .order_by(products.c.scan_id, products.c.comp_idx,
                                             products.c.n)):
                 if r.comp_idx in by_scan[r.scan_id]:
                     prods.setdefault((r.scan_id, r.comp_idx), []).append(
                         Product(stack=r.stack, name=r.product, version=r.version))
-            for r in conn.execute(select(components).where(components.c.scan_id.in_(chunk))
+            for r in conn.execute(select(components).where(components.c.scan_id.in_(chunk),
+                                                           components.c.idx.in_(idxs))
                                   .order_by(components.c.scan_id, components.c.idx)):
                 if r.idx not in by_scan[r.scan_id]:
                     continue

@@ -65,6 +65,18 @@ class Cache:
         return out
 
 
+def inventory_version(store: Store) -> tuple[int, str]:
+    """Changes whenever a scan is stored (or removed): the key of computed pages that
+    depend on every latest scan (an advisory re-matched over the fleet)."""
+    from sqlalchemy import func, select
+
+    from ..tables import scans
+
+    with store.engine.connect() as conn:
+        n, last = conn.execute(select(func.count(), func.max(scans.c.ingested_at))).one()
+    return int(n), str(last or "")
+
+
 def stacks_of(stack_text: str | None) -> list[str]:
     """``"CUDA 13.0.2 (cudart ...); ROCm none"`` -> ``["CUDA 13.0.2"]`` (present stacks)."""
     out = []
@@ -241,7 +253,7 @@ def advisories(store: Store, adb: Any) -> dict[str, Any]:
     return {"advisory_db": advisory_db_info(adb), "advisories": rows}
 
 
-def advisory(store: Store, adb: Any, ident: str) -> dict[str, Any]:
+def advisory(store: Store, adb: Any, ident: str, cache: Cache | None = None) -> dict[str, Any]:
     """The hosts and images an advisory touches: the stored scans re-matched against the
     current database (affected, review), plus what the scans recorded as not affected
     (VEX statements and auto-VEX at scan time)."""
@@ -252,7 +264,14 @@ def advisory(store: Store, adb: Any, ident: str) -> dict[str, Any]:
     adv = adb.get(ident) if ident.strip() else None
     if adv is None:
         raise InputError(f"no advisory {ident!r} in the advisory database ({adb.source})")
-    rows = store.affected(adb, adv.id, include_review=True)
+    # re-matching every latest scan costs seconds on a large fleet: kept until a scan is
+    # stored (or the advisory database changes: it is loaded once per process)
+    key = ("affected", adv.id, inventory_version(store))
+    rows = cache.get(key) if cache is not None else None
+    if rows is None:
+        rows = store.affected(adb, adv.id, include_review=True)
+        if cache is not None:
+            cache.put(key, rows)
     out = [{"kind": r.kind, "subject": r.subject, "vulnerability": r.vulnerability,
             "status": r.status, "severity": r.severity, "component": r.component,
             "installed_version": r.installed_version, "fixed_version": r.fixed_version,

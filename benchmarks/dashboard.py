@@ -1,0 +1,183 @@
+"""Dashboard benchmark: every page of ``gpusbom inventory serve`` over 10,000 stored scans
+on PostgreSQL; target: median server time under 300 ms per page.
+
+The host scans are benchmarks/inventory.py's variants of the H200 snapshot's host scan
+(--hosts x --per-host, with differing cuDNN and driver versions); --images image scans are
+renamed copies of the nvidia-wheels fixture image's scan (fixtures/build.py), so the
+matrix and image pages have real GPU code to judge. Scans are stored with the store's own
+row builder (``normalize.rows``) in batches of 200 scans per transaction: the same rows
+``Store.ingest`` writes, without its one-transaction-per-scan cost.
+
+The server is the real CLI (``gpusbom inventory serve``) in a child process; each page is
+requested once cold (first request: caches empty), then --runs times; the server time is
+the ``Server-Timing`` header it sets (the time from request to response start), the client
+time includes HTTP on localhost.
+
+    .venv/bin/python benchmarks/dashboard.py [--hosts 2000 --per-host 5 --images 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks"), str(REPO / "tests" / "inventory"),
+                str(REPO / "fixtures" / "hosts")]
+
+TARGET_MS = 300.0
+
+
+def bulk_load(url: str, scans: Any, batch: int = 200) -> int:
+    from gpusbom.inventory import Store
+    from gpusbom.inventory import normalize
+    from gpusbom.inventory.store import _INSERT_ORDER, _TABLES
+
+    n = 0
+    with Store(url) as store:
+        pending: dict[str, list[dict[str, Any]]] = {t: [] for t in _INSERT_ORDER}
+
+        def flush() -> None:
+            with store.engine.begin() as conn:
+                for name in _INSERT_ORDER:
+                    if pending[name]:
+                        conn.execute(_TABLES[name].insert(), pending[name])
+                    pending[name] = []
+
+        seen: set[str] = set()
+        for result in scans:
+            data = normalize.canonical_json(result)
+            sid = normalize.scan_id_of_bytes(data)
+            if sid in seen:
+                continue
+            seen.add(sid)
+            rows = normalize.rows(result, sid)
+            rows["scan_documents"] = [{"scan_id": sid, "encoding": "json+zlib",
+                                       "data": normalize.compress(data)}]
+            for name in _INSERT_ORDER:
+                pending[name].extend(rows.get(name, []))
+            n += 1
+            if n % batch == 0:
+                flush()
+                print(f"  {n} scans stored", file=sys.stderr, flush=True)
+        flush()
+    return n
+
+
+def host_scans(hosts: int, per_host: int, components: int) -> Any:
+    from inventory import base_scan, variant  # benchmarks/inventory.py
+
+    template = base_scan(components)
+    for s in range(per_host):
+        for h in range(hosts):
+            yield variant(template, h, s, hosts)
+
+
+def image_scans(n: int) -> Any:
+    from fixtures.build import ensure
+    from gpusbom.model import ScanResult
+    from gpusbom.scan import scan
+
+    base = scan(ensure("nvidia-wheels").oci_ref).to_dict()
+    for i in range(n):
+        r = ScanResult.from_dict(json.loads(json.dumps(base)))
+        r.target.name = f"registry.example/ml/train-{i:03d}"
+        r.target.tags = ["v1"]
+        r.target.labels = {**r.target.labels, "node": f"gpu-node-{i:05d}"}
+        yield r
+
+
+def timed(base: str, path: str, runs: int) -> dict[str, float]:
+    import requests
+
+    def one() -> tuple[float, float]:
+        t = time.perf_counter()
+        r = requests.get(base + path, timeout=600)
+        wall = (time.perf_counter() - t) * 1000
+        assert r.status_code == 200, (path, r.status_code, r.text[:300])
+        server = float(r.headers["server-timing"].split("dur=")[1])
+        return server, wall
+
+    cold, _ = one()
+    got = [one() for _ in range(runs)]
+    return {"cold_ms": cold, "median_ms": statistics.median(s for s, _ in got),
+            "max_ms": max(s for s, _ in got),
+            "client_median_ms": statistics.median(w for _, w in got)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hosts", type=int, default=2000)
+    ap.add_argument("--per-host", type=int, default=5)
+    ap.add_argument("--images", type=int, default=40)
+    ap.add_argument("--components", type=int, default=150)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--json", help="Write the figures to this file.")
+    a = ap.parse_args()
+    from inv_pgserver import PgServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        print("PostgreSQL server binaries not found (apt-get install postgresql)")
+        return 1
+    os.environ.setdefault("GPUSBOM_CACHE_DIR", tempfile.mkdtemp(prefix="gpusbom-bench-"))
+    server = PgServer(bindir, fast=False).start()
+    proc = None
+    try:
+        url = server.create_db("dash")
+        t = time.perf_counter()
+        n = bulk_load(url, host_scans(a.hosts, a.per_host, a.components))
+        n += bulk_load(url, image_scans(a.images))
+        print(f"stored {n} scans ({a.hosts} hosts x {a.per_host} scans of ~{a.components} "
+              f"components, {a.images} images) in {time.perf_counter() - t:.0f} s")
+        server.psql("ANALYZE", db="dash")
+        port = 18000 + os.getpid() % 1000
+        proc = subprocess.Popen([sys.executable, "-m", "gpusbom", "inventory", "serve",
+                                 "--db", url, "--bind", f"127.0.0.1:{port}"],
+                                stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}/"
+        import requests
+
+        for _ in range(300):
+            try:
+                requests.get(base + "static/style.css", timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.2)
+        img = f"registry.example/ml/train-{min(a.images - 1, 7):03d}:v1"
+        gpu = requests.get(base + "api/matrix", timeout=600).json()["columns"][0]["key"]
+        pages = ["", "search?component=cudnn&version=%3C9.1", "advisories",
+                 "advisory?id=NVIDIA-5821", "matrix", f"cell?image={quote(img)}&gpu={quote(gpu)}",
+                 "host?name=gpu-node-00042", f"image?name={quote(img)}", "api/overview",
+                 "api/matrix", "metrics"]
+        figures = {}
+        print(f"{'page':46} {'cold':>8} {'median':>8} {'max':>8} {'client':>8}  (ms, server "
+              f"time, {a.runs} runs)")
+        for p in pages:
+            f = timed(base, p, a.runs)
+            figures[p or "/"] = f
+            mark = "" if f["median_ms"] < TARGET_MS or p == "metrics" else "  OVER TARGET"
+            print(f"/{p[:45]:45} {f['cold_ms']:8.0f} {f['median_ms']:8.0f} {f['max_ms']:8.0f} "
+                  f"{f['client_median_ms']:8.0f}{mark}")
+        if a.json:
+            Path(a.json).write_text(json.dumps({"scans": n, "pages": figures}, indent=2) + "\n")
+        over = [p for p, f in figures.items() if f["median_ms"] >= TARGET_MS and p != "metrics"]
+        return 1 if over else 0
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+        server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
