@@ -470,6 +470,16 @@ def main() -> int:
     results["small_scan_cached"] = med(
         [run(["scan", f"oci:{small}", "-q", "-o", "json=/dev/null"], cache_env) for _ in range(5)]
     )
+    prof = cProfile.Profile()
+    sys.argv = ["gpusbom", "scan", f"oci:{small}", "-q", "--no-cache", "-o", "json=/dev/null"]
+    prof.enable()
+    try:
+        cli_main()
+    except SystemExit:
+        pass
+    prof.disable()
+    with open(out_dir / "small_profile.txt", "w") as f:
+        pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(50)
     log(f"version {results['version']['median_wall_s']} s; small scan "  # type: ignore[index]
         f"{results['small_scan_nocache']['median_wall_s']} s / cached "  # type: ignore[index]
         f"{results['small_scan_cached']['median_wall_s']} s")  # type: ignore[index]
