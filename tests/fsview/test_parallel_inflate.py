@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import zlib
 from pathlib import Path
 
@@ -145,42 +144,38 @@ def test_size_limit_still_applies(tmp_path: Path) -> None:
 
 
 def test_span_of_a_slice(tmp_path: Path) -> None:
-    """A blob inside an archive (offset > 0) is read through its span."""
+    """A blob inside an archive (offset > 0) is read sequentially, with the same result."""
+    from gpusbom.sources.archive import _SliceReader
+
     data = _payload(4 << 20)
     blob = _gzip(data)
     p = tmp_path / "arch"
     p.write_bytes(b"x" * 1000 + blob + b"y" * 1000)
-    fd = os.open(p, os.O_RDONLY)
-    try:
-        span = decompress.BlobSpan(fd, 1000, len(blob))
-
-        class Slice(io.RawIOBase):
-            def blob_span(self) -> decompress.BlobSpan:
-                return span
-
-            def readable(self) -> bool:
-                return True
-
+    with open(p, "rb") as f:
+        raw = io.BufferedReader(_SliceReader(f, 1000, len(blob), "arch"), 1 << 20)
+        span = decompress.blob_span(raw)
+        assert span is not None and not span.whole_file
         s = decompress.open_decompressed(
-            io.BufferedReader(Slice()), "slice", raw_digest="sha256", threaded=True, parallel=2
+            raw, "slice", raw_digest="sha256", threaded=True, parallel=2
         )
+        assert s._p.parallel is None  # a part of a file: the sequential path
         assert s.read() == data
         s.close()
         assert s.raw_digest() == "sha256:" + hashlib.sha256(blob).hexdigest()
-        assert s._p.fallback is None
-    finally:
-        os.close(fd)
 
 
 def test_schedule_largest_first_within_memory() -> None:
     mib = 1 << 20
     sizes = [400 * mib, 2000 * mib, None, 50 * mib] + [400 * mib] * 10
-    sched = schedule_layers(sizes, cpus=16)
+    sched = schedule_layers(sizes, cpus=16, max_memory=4 << 30)
     assert sched.order[0] == 1  # the largest starts first
     assert sched.order[-1] == 2  # unknown size last
     assert sched.threads[1] >= 4  # the layer that would bound the scan gets cores
     assert all(t == 1 for i, t in enumerate(sched.threads) if i != 1)
-    assert sched.memory_mib() <= 1024
+    assert sched.memory_mib() <= 4096
+    default = schedule_layers(sizes, cpus=16)
+    assert default.memory_mib() <= 1024
+    assert default.processes >= 3  # workers are the last thing given up
     tight = schedule_layers(sizes, cpus=16, max_memory=512 << 20)
     assert tight.memory_mib() <= 512 or (tight.processes <= 2 and max(tight.threads) <= 1)
     assert schedule_layers(sizes, cpus=2).threads == [1] * len(sizes)

@@ -11,9 +11,11 @@ enforces the decompression-bomb limits, and can run the read / hash /
 inflate pipeline in a worker thread (hashlib, ISA-L and zstd release the GIL
 on large buffers) so that the consumer (the tar parser) overlaps with it.
 
-A large gzip blob that lies in a file (``BlobSpan``: descriptor, offset, size) can be
+A large gzip blob that is a file of its own (an OCI layout blob; ``BlobSpan``) can be
 inflated on several cores at once with rapidgzip (``parallel=N``), its sha256 hashed by
-another thread reading the same bytes with ``pread``. rapidgzip stops quietly at a
+another thread reading the same bytes with ``pread``. A blob inside an archive stays on
+the sequential path: rapidgzip would read it through a Python file object, under the
+interpreter lock that the tar parser holds most of the time. rapidgzip stops quietly at a
 truncated end and refuses trailing zero padding, so its result is only trusted when the
 blob's last gzip footer agrees with what it produced; on any doubt (an error, a footer
 that does not match, an output/input ratio above ``PARALLEL_MAX_RATIO``) the blob is
@@ -166,6 +168,14 @@ class BlobSpan:
     def __init__(self, fd: int, offset: int, size: int) -> None:
         self.fd, self.offset, self.size = fd, offset, size
 
+    @property
+    def whole_file(self) -> bool:
+        """The blob is its file (an OCI layout blob), not a part of one (an archive member)."""
+        try:
+            return self.offset == 0 and os.fstat(self.fd).st_size == self.size
+        except OSError:
+            return False
+
     def pread(self, n: int, pos: int) -> bytes:
         n = min(n, self.size - pos)
         return os.pread(self.fd, n, self.offset + pos) if n > 0 else b""
@@ -190,41 +200,6 @@ def blob_span(raw: Any) -> BlobSpan | None:
         except (OSError, ValueError):
             return None
     return None
-
-
-class _SpanFile(io.RawIOBase):
-    """A ``BlobSpan`` as a seekable file object (what rapidgzip reads)."""
-
-    def __init__(self, span: BlobSpan) -> None:
-        super().__init__()
-        self._span = span
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        base = (0, self._pos, self._span.size)[whence]
-        self._pos = max(0, base + pos)
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = self._span.size - self._pos
-        data = self._span.pread(n, self._pos)
-        self._pos += len(data)
-        return data
-
-    def readinto(self, b: Any) -> int:
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
 
 
 def parallel_gzip_available() -> bool:
@@ -419,6 +394,9 @@ class _Pipeline:
             except BaseException as e:  # noqa: BLE001 - re-raised in the consumer's thread
                 hash_err.append(e)
 
+        import time
+
+        started = time.perf_counter()
         hasher = threading.Thread(target=hash_blob, daemon=True, name="blob-hash")
         hasher.start()
         reported = 0
@@ -427,8 +405,10 @@ class _Pipeline:
         reason: str | None = None
         finished = False
         try:
+            # rapidgzip reads the file itself (its own descriptor: no interpreter lock on
+            # each read, which a Python file object would need while the tar is parsed)
             try:
-                f = rapidgzip.RapidgzipFile(_SpanFile(span), parallelization=threads)
+                f = rapidgzip.RapidgzipFile(os.dup(span.fd), parallelization=threads)
             except (ValueError, RuntimeError, OSError) as e:
                 f, reason = None, f"open: {e}"
             if f is not None:
@@ -463,6 +443,16 @@ class _Pipeline:
             if not finished:  # an error, or the consumer stopped early: stop hashing too
                 stop.set()
             hasher.join()
+            if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+                import sys
+                import time
+
+                print(
+                    f"gpusbom: parallel inflate {self.name}: {threads} threads, "
+                    f"{delivered} bytes, {time.perf_counter() - started:.2f} s, "
+                    f"fallback={reason}",
+                    file=sys.stderr,
+                )
         if hash_err:
             raise hash_err[0]
         self.raw_bytes = span.size
@@ -878,6 +868,7 @@ def open_decompressed(
         if (
             span is not None
             and span.size >= PARALLEL_MIN_SIZE
+            and span.whole_file
             and span.pread(2, 0) == GZIP_MAGIC
             # trailing zero padding (which rapidgzip refuses) goes the sequential way
             and span.pread(8, span.size - 8).count(0) != 8

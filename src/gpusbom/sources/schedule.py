@@ -6,11 +6,12 @@ is given several inflate threads (``fsview.decompress``, rapidgzip), in proporti
 share of the image's bytes, so that the largest layer no longer bounds the scan.
 
 Everything is sized to fit ``max_memory`` (``gpusbom scan --max-memory``, 1 GiB by default,
-for the whole process tree). The per-part figures below were measured with
-``benchmarks/scan_image.py`` and a 13 GB image on a 16-core host (peak PSS of the tree):
-one layer worker process holds about 60 MiB (interpreter pages it touched, three 1-4 MiB
-queues), a parallel inflater about 250 MiB plus 25 MiB per thread (rapidgzip keeps up to
-16 decompressed 4 MiB chunks and each thread's window), the parent about 150 MiB.
+for the whole process tree). The per-part figures below are peak PSS measured with
+``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host): the parent about
+150 MiB; a layer worker process about 130 MiB (its allocator arenas keep up to 32 MiB each,
+see ``gpusbom._alloc``, plus 1-4 MiB queues); a parallel inflater about 100 MiB plus
+27 MiB per thread. When they do not fit, inflate threads go first, then workers (one
+layer per worker process is what scales on many cores).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAIN_MIB = 150
-WORKER_MIB = 60
-PARALLEL_BASE_MIB = 250
-PARALLEL_THREAD_MIB = 25
+WORKER_MIB = 130
+PARALLEL_BASE_MIB = 100
+PARALLEL_THREAD_MIB = 27
 DEFAULT_MAX_MEMORY = 1 << 30
 
 
@@ -86,9 +87,7 @@ def schedule_layers(
         processes = 0 if cpus < 4 or n <= 1 else min(n, max(3, cpus // 2))
     processes = min(processes, n)
     sched = LayerSchedule(order, processes, threads)
-    # fit the memory cap: first fewer workers, then fewer inflate threads, then none
-    while sched.memory_mib() > budget and sched.processes > 2:
-        sched = LayerSchedule(order, sched.processes - 1, threads)
+    # fit the memory cap: first fewer inflate threads, then none, then fewer workers
     while sched.memory_mib() > budget and any(t > 2 for t in threads):
         big = max(range(n), key=lambda i: threads[i])
         threads[big] = max(2, threads[big] // 2)
@@ -97,4 +96,6 @@ def schedule_layers(
         small = min((i for i in range(n) if threads[i] > 1), key=lambda i: known[i])
         threads[small] = 1
         sched = LayerSchedule(order, sched.processes, threads)
+    while sched.memory_mib() > budget and sched.processes > 2:
+        sched = LayerSchedule(order, sched.processes - 1, threads)
     return sched
