@@ -68,7 +68,13 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        stop.set()
+        raise RuntimeError(f"{cmd[0]}: no result within 600 s") from None
     wall = time.perf_counter() - t0
     stop.set()
     th.join()
@@ -135,7 +141,11 @@ def main() -> int:
                 if cmd is None:
                     continue
                 target = archive if tool != "syft" else f"docker-archive:{archive}"
-                row[tool] = best([measure([*cmd, target], env) for _ in range(args.repeat)])
+                n = 1 if tool == "cdxgen" else args.repeat  # minutes per run: once is enough
+                try:
+                    row[tool] = best([measure([*cmd, target], env) for _ in range(n)])
+                except RuntimeError as e:
+                    row[tool] = {"error": str(e)[:300]}
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     finally:
@@ -149,11 +159,13 @@ def main() -> int:
         fl = float(row["floor"])  # type: ignore[arg-type]
         cells = []
         for t in present:
-            r = row[t]
-            assert isinstance(r, dict)
+            r = row.get(t)
+            if not isinstance(r, dict) or "wall" not in r:
+                cells.append("failed")
+                continue
             cells.append(f"{r['wall']:.2f} s ({r['wall'] / fl:.1f}x), {r['cpu']:.1f} CPU-s, {r['mem']:.0f} MiB")
         g, s = row["gpusbom"], row.get("syft")
-        if isinstance(g, dict) and isinstance(s, dict):
+        if isinstance(g, dict) and isinstance(s, dict) and "wall" in g and "wall" in s:
             ahead = ahead and g["wall"] < s["wall"] and g["mem"] < s["mem"]
         print(f"| {row['image']} | {row['MB']} MB | {fl:.2f} s | " + " | ".join(cells) + " |")
     print(f"\ngpusbom ahead of Syft in time and memory on every image: {'yes' if ahead else 'NO'}")
