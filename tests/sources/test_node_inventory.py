@@ -47,6 +47,13 @@ def test_scan_root_images_pushes_every_node_image(tmp_path: Path) -> None:
             assert ctd.running and sorted(ctd.containers) == sorted([c.created_id, c.running_id])
             pod = found[("containers-storage", podman[str(multi)])]
             assert not pod.running and len(pod.containers) == 1  # created, never started
+            # root=: a node's / mounted elsewhere, the stores found at their usual places
+            from gpusbom.scan import scan
+
+            t1 = scan(f"containerd:{c_image}?root={node}", advisories=False).target
+            t2 = scan(f"containers-storage:{p_image}?root={node}", advisories=False).target
+            assert t1.source == "containerd" and t1.manifest_digest
+            assert t2.source == "containers-storage" and t2.image_id
             db = f"sqlite:///{tmp_path / 'inv.db'}"
             r = subprocess.run(
                 [sys.executable, "-m", "gpusbom", "scan", "--root", str(node), "--images",
