@@ -27,16 +27,17 @@ _OPAQUE_XATTRS = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 
 class DirMember:
-    """One path of a layer directory, with its data read on demand."""
+    """One path of a layer directory, with its data read on demand (through the directory's
+    descriptor, which stays open while the member is being indexed)."""
 
-    __slots__ = ("_f", "_root", "gid", "kind", "linkname", "mode", "mtime", "name", "size",
+    __slots__ = ("_dir", "_f", "gid", "kind", "linkname", "mode", "mtime", "name", "size",
                  "sparse", "uid")
 
     def __init__(
-        self, root: int, name: str, kind: EntryKind, st: os.stat_result | None,
+        self, dirfd: int, name: str, kind: EntryKind, st: os.stat_result | None,
         linkname: str = "",
     ) -> None:
-        self._root = root
+        self._dir = dirfd
         self._f: int | None = None
         self.name = name
         self.kind = kind
@@ -50,45 +51,35 @@ class DirMember:
             self.uid, self.gid, self.mtime = st.st_uid, st.st_gid, int(st.st_mtime)
 
     def read(self, n: int = -1) -> bytes:
-        if self.kind is not EntryKind.FILE:
+        if self.kind is not EntryKind.FILE or n == 0:
             return b""
         if self._f is None:
-            self._f = _open_file(self._root, self.name)
+            base = self.name.rsplit("/", 1)[-1]
+            try:
+                fd = os.open(base, _FILE_FLAGS, dir_fd=self._dir)
+            except OSError as e:
+                raise LayerError(f"cannot open {self.name}: {e.strerror}") from None
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise UnsafeArchiveError(f"{self.name} changed into a non-regular file while read")
+            self._f = fd
+        want = self.size if n < 0 else n
+        parts = []
         try:
-            return os.read(self._f, self.size if n < 0 else n) if n != 0 else b""
+            while want > 0:
+                chunk = os.read(self._f, min(want, 1 << 24))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                want -= len(chunk)
         except OSError as e:
             raise LayerError(f"cannot read {self.name}: {e.strerror}") from None
+        return b"".join(parts)
 
     def close(self) -> None:
         if self._f is not None:
             os.close(self._f)
             self._f = None
-
-
-def _open_dir(root: int, rel: str) -> int:
-    fd = os.dup(root)
-    try:
-        for comp in [c for c in rel.split("/") if c]:
-            nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_file(root: int, rel: str) -> int:
-    head, _, base = rel.rpartition("/")
-    dfd = _open_dir(root, head)
-    try:
-        fd = os.open(base, _FILE_FLAGS, dir_fd=dfd)
-    finally:
-        os.close(dfd)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UnsafeArchiveError(f"{rel} changed into a non-regular file while read")
-    return fd
 
 
 def _opaque(dfd: int) -> bool:
@@ -101,68 +92,89 @@ def _opaque(dfd: int) -> bool:
     return False
 
 
+def _listing(dfd: int, rel: str, name: str, limits: Limits, seen_inodes: dict[tuple[int, int], str],
+             count: list[int], subdirs: list[str]) -> Iterator[DirMember]:
+    """Members of one directory (its subdirectories' names go to ``subdirs``)."""
+    _EK = EntryKind
+    if rel and _opaque(dfd):
+        yield DirMember(dfd, f"{rel}/.wh..wh..opq", _EK.FILE, None)
+    with os.scandir(dfd) as it:
+        ents = sorted(it, key=lambda e: e.name)
+    for ent in ents:
+        child = f"{rel}/{ent.name}" if rel else ent.name
+        count[0] += 1
+        if count[0] > limits.max_entries_per_layer:
+            raise UnsafeArchiveError(f"{name}: more than {limits.max_entries_per_layer} entries")
+        if len(child) + 1 > limits.max_path_length:
+            raise UnsafeArchiveError(f"{name}: path longer than the limit: {child!r}")
+        st = os.stat(ent.name, dir_fd=dfd, follow_symlinks=False)
+        mode = st.st_mode
+        if stat.S_ISDIR(mode):
+            subdirs.append(ent.name)
+            yield DirMember(dfd, child, _EK.DIR, st)
+        elif stat.S_ISREG(mode):
+            key = (st.st_dev, st.st_ino)
+            first = seen_inodes.get(key) if st.st_nlink > 1 else None
+            if first is not None:
+                yield DirMember(dfd, child, _EK.HARDLINK, st, first)
+                continue
+            if st.st_nlink > 1:
+                seen_inodes[key] = child
+            m = DirMember(dfd, child, _EK.FILE, st)
+            try:
+                yield m
+            finally:
+                m.close()
+        elif stat.S_ISLNK(mode):
+            yield DirMember(dfd, child, _EK.SYMLINK, st, os.readlink(ent.name, dir_fd=dfd))
+        elif stat.S_ISCHR(mode) and st.st_rdev == 0:
+            wh = f"{rel}/.wh.{ent.name}" if rel else f".wh.{ent.name}"
+            yield DirMember(dfd, wh, _EK.FILE, None)
+        else:
+            yield DirMember(dfd, child, _EK.OTHER, st)
+
+
 def walk_layer_dir(path: str, name: str, limits: Limits | None = None) -> Iterator[DirMember]:
-    """Members of the layer directory ``path`` (parents first); ``name`` is for messages."""
+    """Members of the layer directory ``path`` (parents first); ``name`` is for messages.
+
+    Depth first with one open descriptor per level of the current path (each subdirectory
+    is opened relative to its parent with ``O_NOFOLLOW``); running out of descriptors on an
+    absurdly deep tree is a ``LayerError``."""
     limits = limits or Limits()
     try:
         root = os.open(path, _DIR_FLAGS)
     except OSError as e:
         raise LayerError(f"{name}: cannot open layer directory {path}: {e.strerror}") from None
-    _EK = EntryKind
     seen_inodes: dict[tuple[int, int], str] = {}
-    count = 0
+    count = [0]
+    # (descriptor, path relative to the layer root, subdirectory names not yet visited)
+    stack: list[tuple[int, str, list[str]]] = []
     try:
-        yield DirMember(root, ".", _EK.DIR, os.fstat(root))
-        queue = [""]
-        while queue:
-            rel = queue.pop()
+        yield DirMember(root, ".", EntryKind.DIR, os.fstat(root))
+        subdirs: list[str] = []
+        yield from _listing(root, "", name, limits, seen_inodes, count, subdirs)
+        stack.append((root, "", subdirs[::-1]))
+        while stack:
+            dfd, rel, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                if dfd != root:
+                    os.close(dfd)
+                continue
+            sub = pending.pop()
+            child = f"{rel}/{sub}" if rel else sub
             try:
-                dfd = _open_dir(root, rel)
+                cfd = os.open(sub, _DIR_FLAGS, dir_fd=dfd)
             except OSError as e:
-                raise LayerError(f"{name}: cannot open {rel or '/'}: {e.strerror}") from None
-            try:
-                if rel and _opaque(dfd):
-                    yield DirMember(root, f"{rel}/.wh..wh..opq", _EK.FILE, None)
-                with os.scandir(dfd) as it:
-                    ents = sorted(it, key=lambda e: e.name)
-                subdirs = []
-                for ent in ents:
-                    child = f"{rel}/{ent.name}" if rel else ent.name
-                    count += 1
-                    if count > limits.max_entries_per_layer:
-                        raise UnsafeArchiveError(
-                            f"{name}: more than {limits.max_entries_per_layer} entries"
-                        )
-                    if len(child) + 1 > limits.max_path_length:
-                        raise UnsafeArchiveError(f"{name}: path longer than the limit: {child!r}")
-                    st = os.stat(ent.name, dir_fd=dfd, follow_symlinks=False)
-                    mode = st.st_mode
-                    if stat.S_ISDIR(mode):
-                        subdirs.append(child)
-                        yield DirMember(root, child, _EK.DIR, st)
-                    elif stat.S_ISREG(mode):
-                        key = (st.st_dev, st.st_ino)
-                        first = seen_inodes.get(key) if st.st_nlink > 1 else None
-                        if first is not None:
-                            yield DirMember(root, child, _EK.HARDLINK, st, first)
-                            continue
-                        if st.st_nlink > 1:
-                            seen_inodes[key] = child
-                        m = DirMember(root, child, _EK.FILE, st)
-                        try:
-                            yield m
-                        finally:
-                            m.close()
-                    elif stat.S_ISLNK(mode):
-                        target = os.readlink(ent.name, dir_fd=dfd)
-                        yield DirMember(root, child, _EK.SYMLINK, st, target)
-                    elif stat.S_ISCHR(mode) and st.st_rdev == 0:
-                        wh = f"{rel}/.wh.{ent.name}" if rel else f".wh.{ent.name}"
-                        yield DirMember(root, wh, _EK.FILE, None)
-                    else:
-                        yield DirMember(root, child, _EK.OTHER, st)
-                queue.extend(reversed(subdirs))
-            finally:
-                os.close(dfd)
+                raise LayerError(f"{name}: cannot open {child}: {e.strerror}") from None
+            subdirs = []
+            stack.append((cfd, child, subdirs))
+            yield from _listing(cfd, child, name, limits, seen_inodes, count, subdirs)
+            subdirs.reverse()
+    except OSError as e:
+        raise LayerError(f"{name}: {e.strerror or e}") from None
     finally:
+        for dfd, _, _ in stack:
+            if dfd != root:
+                os.close(dfd)
         os.close(root)
