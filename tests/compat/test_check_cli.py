@@ -135,10 +135,7 @@ def test_host_without_gpu(wheels_scan: Path, tmp_path: Path) -> None:
 
 
 def test_inventory_target(wheels_scan: Path, h200_json: Path, tmp_path: Path) -> None:
-    try:
-        from gpusbom.inventory import push_scan
-    except ImportError:
-        pytest.skip("gpusbom.inventory not available")
+    from gpusbom.inventory import push_scan
     from gpusbom.model import ScanResult
 
     url = f"sqlite:///{tmp_path}/inventory.db"
@@ -154,10 +151,6 @@ def test_inventory_target(wheels_scan: Path, h200_json: Path, tmp_path: Path) ->
 
 def test_cyclonedx_inputs(wheels_scan: Path, h200_json: Path, tmp_path: Path) -> None:
     """The image and the host as CycloneDX SBOMs (gpusbom.sbomin) give the same verdict."""
-    try:
-        import gpusbom.sbomin  # noqa: F401
-    except ImportError:
-        pytest.skip("gpusbom.sbomin not available")
     from fixtures.build import ensure
 
     img_cdx, host_cdx = tmp_path / "img.cdx.json", tmp_path / "host.cdx.json"

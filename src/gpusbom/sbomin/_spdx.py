@@ -73,12 +73,17 @@ def from_json_dict(doc: dict[str, Any], path: str) -> ScanResult:
 
 def from_tag_value(text: str, path: str) -> ScanResult:
     from spdx_tools.spdx.parser.error import SPDXParsingError
+    from ply.yacc import NullLogger  # type: ignore[import-untyped]
     from spdx_tools.spdx.parser.tagvalue.parser import Parser
 
     name = display_name(path)
     text = _TV_LICENSE_LIST.sub(r"\1\2", text)  # 3.28.0 -> 3.28, as for JSON
     try:
-        document = Parser().parse(text)  # type: ignore[no-untyped-call]
+        # ply builds its LALR tables on first use: quietly (its log goes to stderr, where one
+        # error line is all a user must see), and without writing parsetab.py or parser.out
+        # into the installed package
+        parser = Parser(debug=False, write_tables=False, errorlog=NullLogger())  # type: ignore[no-untyped-call]
+        document = parser.parse(text)  # type: ignore[no-untyped-call]
     except SPDXParsingError as exc:
         raise _parse_error(name, exc) from None
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
