@@ -166,7 +166,7 @@ class Component:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d: dict[str, Any] = asdict(self)
         d["type"] = self.type.value
         return d
 
@@ -303,7 +303,8 @@ class ProbeResult:
         return self.backend + (f":{self.device_id}" if self.device_id is not None else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d: dict[str, Any] = asdict(self)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
@@ -341,7 +342,7 @@ class AdvisoryMatch:
     justification: str | None = None  # VEX justification for not-affected
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d: dict[str, Any] = asdict(self)
         d["aliases"] = list(self.aliases)
         d["urls"] = list(self.urls)
         return d
@@ -374,7 +375,7 @@ class Finding:
     advisory: AdvisoryMatch | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d: dict[str, Any] = asdict(self)
         d["components"] = list(self.components)
         d["evidence"] = list(self.evidence)
         if self.advisory is None:

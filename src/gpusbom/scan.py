@@ -198,7 +198,8 @@ def scan(
         finally:
             if layer_cache is not None:
                 layer_cache.close()
-        fs = read.view if getattr(read, "view", None) is not None else squash(read.layers, limits)
+        view: FsView | None = getattr(read, "view", None)
+        fs = view if view is not None else squash(read.layers, limits)
         check_needed_links(fs, matcher)
         target = read.target
         target.os_release = read_os_release(fs)

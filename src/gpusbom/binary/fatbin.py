@@ -283,7 +283,7 @@ MAX_CONTAINER_HEADER = _MAX_CONTAINER_HEADER
 MAX_ENTRY_HEADER = _MAX_ENTRY_HEADER
 
 
-def parse_container_header(head: bytes) -> tuple[int, int, int, int]:
+def parse_container_header(head: bytes | bytearray) -> tuple[int, int, int, int]:
     """``(magic, version, header_size, body_size)`` of the 16 bytes at a container start."""
     magic, version, hsize, body = _CONTAINER.unpack_from(head)
     return magic, version, hsize, body
@@ -330,7 +330,7 @@ class EntryHeader:
         )
 
 
-def parse_entry_header(head: bytes) -> EntryHeader:
+def parse_entry_header(head: bytes | bytearray) -> EntryHeader:
     """Decode the first 64 bytes of an entry header (``head`` may be longer)."""
     (
         kind,

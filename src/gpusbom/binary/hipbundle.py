@@ -368,7 +368,7 @@ class CcobHeader:
     hash: int
 
 
-def ccob_header_size(head: bytes) -> int | None:
+def ccob_header_size(head: bytes | bytearray) -> int | None:
     """Header size for the version in ``head`` (8+ bytes from the ``CCOB`` magic), or None."""
     if len(head) < 8:
         return None

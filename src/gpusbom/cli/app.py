@@ -586,9 +586,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     except Exception as exc:  # usage errors from the parser, and anything unexpected
         show = getattr(exc, "show", None)
-        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
+        code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
             show(file=sys.stderr)  # click/typer usage errors: exit 2
-            return EXIT_USAGE if exc.exit_code == 2 else int(exc.exit_code)
+            return EXIT_USAGE if code == 2 else code
         if type(exc).__name__ == "Abort":
             return 130
         return _fail(exc, "--debug" in (argv if argv is not None else sys.argv))

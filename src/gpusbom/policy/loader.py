@@ -92,9 +92,9 @@ def schema() -> dict[str, Any]:
 
 
 def _yaml_loader() -> type:
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
-    class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+    class _Loader(yaml.SafeLoader):
         pass
 
     # dates stay text: we parse them ourselves and report bad ones with their line

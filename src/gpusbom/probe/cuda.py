@@ -11,7 +11,8 @@ import ctypes
 import os
 import time
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from . import _launch as L
 from . import kernel as K
@@ -70,11 +71,12 @@ class CUuuid(ctypes.Structure):
     _fields_ = [("bytes", ctypes.c_ubyte * 16)]
 
 
-def _sig(lib: ctypes.CDLL, name: str, *args: object) -> object:
+def _sig(lib: ctypes.CDLL, name: str, *args: object) -> Callable[..., int]:
+    """``lib.name`` with its argument types set; returns a CUresult (an int)."""
     fn = getattr(lib, name)
     fn.argtypes = list(args)
     fn.restype = CUresult
-    return fn
+    return cast("Callable[..., int]", fn)
 
 
 class _Driver:

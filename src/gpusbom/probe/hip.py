@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import glob
 import time
+from collections.abc import Callable
+from typing import Any, cast
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 
 from . import _launch as L
@@ -46,11 +48,13 @@ HIPRTC_LIBS = ["libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so
                "/opt/rocm/lib/libhiprtc.so"]
 
 
-def _fn(lib: ctypes.CDLL, name: str, *args: object, restype: object = c_int) -> object:
+def _fn(lib: ctypes.CDLL, name: str, *args: object, restype: object = c_int) -> Callable[..., Any]:
+    """``lib.name`` with argument and result types set: an int (hipError_t) by default,
+    bytes or None for ``restype=c_char_p``."""
     f = getattr(lib, name)
     f.argtypes = list(args)
     f.restype = restype
-    return f
+    return cast("Callable[..., Any]", f)
 
 
 class _Hip:

@@ -38,7 +38,7 @@ def b_value(k: int, j: int) -> int:
     return (k * 5 + j * 11) % 13 - 6
 
 
-def inputs() -> tuple[array, array]:
+def inputs() -> tuple[array[float], array[float]]:
     """A and B, row-major N x N, as float32 arrays (``array('f')``)."""
     a = array("f", (float(a_value(i, k)) for i in range(N) for k in range(N)))
     b = array("f", (float(b_value(k, j)) for k in range(N) for j in range(N)))
@@ -50,27 +50,28 @@ def reference() -> list[int]:
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - numpy comes with pyopencl
-        a = [[a_value(i, k) for k in range(N)] for i in range(N)]
-        bt = [[b_value(k, j) for k in range(N)] for j in range(N)]
-        return [sum(x * y for x, y in zip(row, col)) for row in a for col in bt]
+        rows = [[a_value(i, k) for k in range(N)] for i in range(N)]
+        cols = [[b_value(k, j) for k in range(N)] for j in range(N)]
+        return [sum(x * y for x, y in zip(row, col, strict=True)) for row in rows for col in cols]
     i = np.arange(N, dtype=np.int64)
     a = (i[:, None] * 7 + i[None, :] * 3) % 17 - 8
     b = (i[:, None] * 5 + i[None, :] * 11) % 13 - 6
     return [int(x) for x in (a @ b).ravel()]
 
 
-def max_abs_error(result: array | list[float] | bytes, ref: list[int] | None = None) -> float:
+def max_abs_error(result: array[float] | list[float] | bytes, ref: list[int] | None = None) -> float:
     """Largest |device - reference| over all N*N elements (inf for NaN/missing values)."""
     if isinstance(result, (bytes, bytearray, memoryview)):
-        got = array("f")
-        got.frombytes(bytes(result))
+        floats = array("f")
+        floats.frombytes(bytes(result))
+        got: array[float] | list[float] = floats
     else:
-        got = result  # type: ignore[assignment]
+        got = result
     ref = ref if ref is not None else reference()
     if len(got) != len(ref):
         return float("inf")
     worst = 0.0
-    for g, r in zip(got, ref):
+    for g, r in zip(got, ref, strict=True):  # equal lengths: checked above
         d = abs(float(g) - r)
         if math.isnan(d):
             return float("inf")

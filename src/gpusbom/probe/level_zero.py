@@ -10,6 +10,8 @@ ze_api.h (Level Zero 1.x).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from typing import cast
 from ctypes import POINTER, Structure, byref, c_char, c_int, c_uint8, c_uint32, c_uint64, c_void_p
 
 from . import kernel as K
@@ -88,11 +90,12 @@ def _name(rc: int) -> str:
     return ERROR_NAMES.get(rc, f"ZE_RESULT_0x{rc:08x}")
 
 
-def _fn(lib: ctypes.CDLL, name: str, *args: object) -> object:
+def _fn(lib: ctypes.CDLL, name: str, *args: object) -> Callable[..., int]:
+    """``lib.name`` with its argument types set; returns a ze_result_t (an int)."""
     f = getattr(lib, name)
     f.argtypes = list(args)
     f.restype = c_uint32
-    return f
+    return cast("Callable[..., int]", f)
 
 
 def _devices() -> list[DeviceInfo]:

@@ -42,7 +42,7 @@ def _error_name(cl: Any, code: int | None) -> str | None:
         return ERROR_NAMES[code]
     for k, v in vars(cl.status_code).items():
         if isinstance(v, int) and v == code and k.isupper():
-            return "CL_" + k
+            return f"CL_{k}"
     return f"CL_ERROR_{code}"
 
 

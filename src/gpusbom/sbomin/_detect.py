@@ -141,8 +141,8 @@ def _from_json(doc: Any, path: str) -> ScanResult:
 
 
 def _from_xml(text: str, path: str) -> ScanResult:
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
-    from defusedxml.ElementTree import ParseError, fromstring  # type: ignore[import-untyped]
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import ParseError, fromstring
 
     name = display_name(path)
     try:

@@ -273,7 +273,7 @@ def stream_layer(
     ``total``, ``ctx.progress`` hears that the layer starts (shown as ``what``) and, once
     read, that it is done."""
     if total is not None:
-        ctx.progress.layer_started(layer.index, total, size, what)
+        ctx.progress.layer_started(layer.index, total, size, what or name)
     li = read_layer(
         raw,
         index=layer.index,

@@ -371,7 +371,7 @@ def _probe_annotations(result: ScanResult, ids: _Ids, tool: str) -> list[Annotat
     refs = {c.bom_ref for c in result.components}
     out: list[Annotation] = []
     for ref in sorted({p.device_ref for p in result.probes if p.device_ref in refs}):
-        for key, p in keyed(result.probes_for(ref)):  # type: ignore[arg-type]
+        for key, p in keyed(result.probes_for(ref)):
             text = "\n".join(f"{n}={v}" for n, v in probe_pairs(p, key))
             out.append(Annotation(ids.get(ref), AnnotationType.OTHER, Actor(ActorType.TOOL, tool),
                                   when, text))

@@ -323,9 +323,10 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
             return g
 
         for pid in status.get("known_affected") or []:
-            p = products.get(pid)
-            if p is None:
+            found = products.get(pid)
+            if found is None:
                 continue
+            p = found
             g = group(p)
             if g is None:
                 continue
@@ -348,9 +349,10 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                 if r not in g["ranges"]:
                     g["ranges"].append(r)
         for pid in status.get("fixed") or []:
-            p = products.get(pid)
-            if p is None:
+            found = products.get(pid)
+            if found is None:
                 continue
+            p = found
             g = group(p)
             if g is None:
                 continue
