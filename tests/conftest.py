@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,49 @@ os.environ["GPUSBOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpusbom-test-cache-")
 # Nor the layer-result cache: tests that damage a blob after a good scan of the same image
 # must see it read again. tests/sources/test_layer_cache.py turns it on where it is tested.
 os.environ["GPUSBOM_NO_CACHE"] = "1"
+
+
+# --- CI cannot pass by skipping ---------------------------------------------------------------
+
+SKIP_ALLOWLIST = ROOT / "tests" / "skip-allowlist.txt"
+_SKIPS: list[tuple[str, str]] = []  # (node id, reason) of every skipped test
+
+
+def _allowlist() -> list[tuple[re.Pattern[str], str]]:
+    entries = []
+    for n, line in enumerate(SKIP_ALLOWLIST.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        regex, tab, why = line.partition("\t")
+        if not tab or not why.strip():
+            raise pytest.UsageError(f"{SKIP_ALLOWLIST}:{n}: want REGEX<TAB>WHY, got {line!r}")
+        entries.append((re.compile(regex), why.strip()))
+    return entries
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        _SKIPS.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under CI=true, a skip whose reason is not on tests/skip-allowlist.txt fails the run."""
+    if os.environ.get("CI", "").lower() != "true" or hasattr(session.config, "workerinput"):
+        return
+    allowed = _allowlist()
+    bad = [(nodeid, reason) for nodeid, reason in _SKIPS
+           if not any(rx.search(reason) for rx, _ in allowed)]
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = tr.write_line if tr is not None else print
+    write("")
+    write(f"CI skip check: {len(_SKIPS) - len(bad)} allowlisted skip(s), "
+          f"{len(bad)} not on {SKIP_ALLOWLIST.relative_to(ROOT)}")
+    for nodeid, reason in bad:
+        write(f"  not allowed under CI: {nodeid}: {reason}")
+    if bad and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -265,7 +265,7 @@ class StackSummary:
 class ProbeOutcome(str, enum.Enum):
     """What a smoke-test kernel run came to."""
 
-    PASS = "pass"  # the kernel ran and its result equals the CPU reference
+    PASS = "pass"  # noqa: S105 - a probe status, not a password; the kernel ran and its result equals the CPU reference
     FAIL = "fail"  # the kernel ran and its result is wrong (see max_abs_error)
     ERROR = "error"  # the runtime reported an error (see error_code / error_name)
     TIMEOUT = "timeout"  # the child process did not finish in time and was killed

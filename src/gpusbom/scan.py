@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .collectors import CollectContext, Collector, all_collectors
+from .collectors import CollectContext, Collector, all_collectors, load_failures
 from .collectors.base import OwnershipIndex
 from .errors import InputError, UsageError
 from .fsview.spec import PathMatcher, PathSpec
 from .fsview.types import EntryKind, Limits, NullProgress, ProgressSink, Spool
-from .stack import summarize
 from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+from .stack import summarize
 
 if TYPE_CHECKING:
     from .advisories.db import AdvisoryDB
@@ -90,7 +90,8 @@ def run_collectors(
     from .fusion import fuse
 
     ownership = OwnershipIndex(fs)
-    unknowns: list[Unknown] = []
+    unknowns = [Unknown(collector=f"plugin:{name}", reason=f"collector plug-in did not load: {why}")
+                for name, why in load_failures()]
     packages: list[Component] = []
     observations: list[Component] = []
     for cls in sorted(collectors, key=lambda c: (c.phase, c.id)):

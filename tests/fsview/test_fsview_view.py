@@ -325,9 +325,19 @@ def test_from_directory(tmp_path: Path) -> None:
         assert v.unreadable == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads everything")
-def test_from_directory_unreadable(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_from_directory_unreadable() -> None:
+    """Real EACCES: the view is built by an unprivileged process (root reads everything, so
+    as root the child drops to nobody with setpriv)."""
+    import json
+    import pwd
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="gpusbom-unreadable-"))  # tmp_path is 0700
+    os.chmod(base, 0o755)
+    root = base / "root"
     (root / "etc").mkdir(parents=True)
     secret = root / "etc/secret.conf"
     secret.write_text("x")
@@ -335,12 +345,27 @@ def test_from_directory_unreadable(tmp_path: Path) -> None:
     closed = root / "closed"
     closed.mkdir()
     closed.chmod(0)
+    code = ("import json, sys\n"
+            "from gpusbom.fsview import FsView, PathMatcher, PathSpec, Spool\n"
+            "with Spool() as sp:\n"
+            "    v = FsView.from_directory(sys.argv[1], PathMatcher([PathSpec('/**')]), sp)\n"
+            "print(json.dumps(sorted(v.unreadable)))\n")
+    cmd = [sys.executable, "-c", code, str(root)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv is not None, "setpriv (util-linux) is needed to drop root"
+        nobody = pwd.getpwnam("nobody")
+        cmd = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+               "--clear-groups", *cmd]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
-        with Spool() as sp:
-            v = FsView.from_directory(root, PathMatcher([PathSpec("/**")]), sp)
-        assert sorted(v.unreadable) == ["/closed", "/etc/secret.conf"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/",
+                              timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == ["/closed", "/etc/secret.conf"]
     finally:
         closed.chmod(stat.S_IRWXU)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_from_directory_unreadable_simulated(

@@ -1,8 +1,9 @@
 """CUDA, NVIDIA driver, Container Toolkit and Triton Inference Server collectors.
 
-Real inputs: the CUDA 13.0 install of this machine (/usr/local/cuda-13.0: headers, nvcc,
-libcudart), real NVIDIA wheels (pinned by sha256, cached outside the repository) and the
-demo fixture image. Trees are built in tmp_path from copies/hard links of those files and
+Real inputs: CUDA 13.0's headers, libcudart, nvcc and ptxas as NVIDIA ships them on PyPI
+(nvidia-cuda-runtime 13.0.96 and nvidia-cuda-nvcc 13.0.88, pinned by sha256, unpacked once
+into a cache outside the repository in /usr/local/cuda-13.0's layout), other real NVIDIA
+wheels and the demo fixture image. Trees are built in tmp_path from copies/hard links of those files and
 scanned with FsView.from_directory; nothing is committed.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -30,7 +32,8 @@ from gpusbom.scan import build_matcher, run_collectors
 from gpusbom.stack import summarize
 from pinned_wheels import CACHE, LINUX_311, pinned_wheel  # tests/pinned_wheels.py
 
-CUDA13 = Path("/usr/local/cuda-13.0")
+#: CUDA 13.0 (bin, include, lib64) unpacked from the pinned wheels; built by need_cuda13()
+CUDA13 = CACHE / "cuda-13.0.96-nvcc-13.0.88"
 SP = "usr/local/lib/python3.11/site-packages"
 OURS = ("cuda", "nvidia-driver", "nvidia-container-toolkit", "triton-server")
 
@@ -42,6 +45,10 @@ WHEELS = {  # filename -> (requirement, sha256)
     "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl": (
         "nvidia-cuda-runtime==13.0.96",
         "7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548",
+    ),
+    "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl": (
+        "nvidia-cuda-nvcc==13.0.88",
+        "56fe502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03",
     ),
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl": (
         "nvidia-nvjpeg-cu12==12.4.0.76",
@@ -62,9 +69,39 @@ def install(root: Path, filename: str) -> None:
         z.extractall(root / SP)
 
 
+#: what the tests take from each wheel: member prefix -> directory under CUDA13
+CUDA13_PARTS = {
+    "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl": {
+        "nvidia/cu13/include/": "include/", "nvidia/cu13/lib/libcudart.so.13": "lib64/"},
+    "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl": {
+        "nvidia/cu13/bin/nvcc": "bin/", "nvidia/cu13/bin/ptxas": "bin/"},
+}
+
+
 def need_cuda13() -> None:
-    if not (CUDA13 / "include" / "cuda.h").is_file():
-        pytest.skip("no CUDA 13.0 install at /usr/local/cuda-13.0")
+    """Unpack CUDA13 from the pinned wheels once (atomically: xdist workers share it)."""
+    if (CUDA13 / ".complete").is_file():
+        return
+    staging = Path(tempfile.mkdtemp(prefix=".cuda13-", dir=CACHE))
+    try:
+        for filename, parts in CUDA13_PARTS.items():
+            with zipfile.ZipFile(real_wheel(filename)) as z:
+                for m in z.infolist():
+                    for prefix, dest in parts.items():
+                        if m.filename.startswith(prefix) and not m.is_dir():
+                            rel = m.filename[len(prefix.rpartition("/")[0]) + 1:]
+                            out = staging / dest / rel
+                            out.parent.mkdir(parents=True, exist_ok=True)
+                            out.write_bytes(z.read(m))
+        (staging / ".complete").write_text("\n".join(CUDA13_PARTS) + "\n")
+        try:
+            staging.rename(CUDA13)
+        except OSError:  # another worker finished first
+            if not (CUDA13 / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    assert (CUDA13 / "include" / "cuda.h").is_file() and (CUDA13 / "bin" / "nvcc").is_file()
 
 
 def place(src: Path, dst: Path) -> None:
@@ -387,7 +424,8 @@ def test_triton_inference_server(tmp_path: Path) -> None:
 
 def test_real_cuda_wheels_cu12_and_cu13(tmp_path: Path) -> None:
     for w in WHEELS:
-        install(tmp_path, w)
+        if "nvcc" not in w:  # the compiler wheel is an input of CUDA13, not of this test
+            install(tmp_path, w)
     comps = scan_tree(tmp_path)
     sp = "/" + SP
     got = {

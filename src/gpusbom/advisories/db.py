@@ -232,7 +232,7 @@ def validate_record(rec: dict[str, Any]) -> Advisory:
                     raise AdvisoryError(f"{vw}: {target}: bad range {r!r}")
                 if "fixed" in r and "last_affected" in r:
                     raise AdvisoryError(f"{vw}: {target}: fixed and last_affected in one range")
-            assert scheme is not None or not (ranges or versions)
+            assert scheme is not None or not (ranges or versions)  # noqa: S101 - type narrowing of an invariant
             for value in [x for r in ranges for x in r.values() if x != "0"] + [
                 *versions,
                 *fixed,

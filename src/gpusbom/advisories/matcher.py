@@ -179,7 +179,7 @@ def _pep_public_equal(a: str, b: str) -> bool:
 
 
 def _entry_affects(e: Affected, version: str) -> bool:
-    assert e.scheme is not None
+    assert e.scheme is not None  # noqa: S101 - type narrowing of an invariant
     for r in e.ranges:
         rng = Range(e.scheme, r.get("introduced"), r.get("fixed"), r.get("last_affected"))
         if rng.contains(version):
@@ -195,7 +195,7 @@ def _entry_affects(e: Affected, version: str) -> bool:
 
 def _next_fix(e: Affected, version: str) -> str | None:
     """The smallest fixed version above ``version`` among the entry's fixes."""
-    assert e.scheme is not None
+    assert e.scheme is not None  # noqa: S101 - type narrowing of an invariant
     scheme = e.scheme
     fixes = list(e.fixed) + [r["fixed"] for r in e.ranges if "fixed" in r]
     above = []
@@ -281,7 +281,7 @@ def _judge_release(
         if got is None:
             return None
         return ("review", got[1], f"{guess.how}; {got[2]}; {caveat}")
-    assert guess.lowest is not None and guess.highest is not None
+    assert guess.lowest is not None and guess.highest is not None  # noqa: S101 - type narrowing of an invariant
     lo, hi = _judge(entries, c, guess.lowest), _judge(entries, c, guess.highest)
     if lo is None and hi is None:
         return None

@@ -233,6 +233,4 @@ class Range:
             return False
         if self.fixed is not None and not k < parse(self.scheme, self.fixed):
             return False
-        if self.last_affected is not None and parse(self.scheme, self.last_affected) < k:
-            return False
-        return True
+        return not (self.last_affected is not None and parse(self.scheme, self.last_affected) < k)

@@ -346,7 +346,7 @@ def _names_target(ident: str, target_ids: set[str]) -> bool:
 
 def _finding_names(f: Finding) -> set[str]:
     a = f.advisory
-    assert a is not None
+    assert a is not None  # noqa: S101 - type narrowing of an invariant
     return {x.upper() for x in (f.id, a.vulnerability, a.advisory, *a.aliases)}
 
 

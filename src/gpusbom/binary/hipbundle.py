@@ -297,7 +297,7 @@ class _Prefix:
                         self.done = True
                     self.buf += data
                 else:
-                    assert self._zlib is not None
+                    assert self._zlib is not None  # noqa: S101 - type narrowing of an invariant
                     pending = self._zlib.unconsumed_tail
                     if not pending:
                         pending = self._src.read(_CHUNK) or b""

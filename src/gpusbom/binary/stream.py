@@ -309,7 +309,7 @@ class _StreamScanner:
     def _elf_prefix(self, chunk: bytes) -> None:
         """Collect the ELF file's first bytes until :func:`executable_ranges` can decide."""
         head = self._elf_head
-        assert head is not None
+        assert head is not None  # noqa: S101 - type narrowing of an invariant
         head += chunk[: MAX_PHDR_PREFIX - len(head)]
         ranges = executable_ranges(head)
         if ranges is None and len(head) < MAX_PHDR_PREFIX:

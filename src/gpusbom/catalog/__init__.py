@@ -176,7 +176,8 @@ def _row(row: Any, n: int) -> Product:
 
 def load_text(text: str) -> tuple[Product, ...]:
     """Rows from YAML text (tests and tools; the shipped table is ``products()``)."""
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text, Loader=safe)  # noqa: S506 - a safe loader (libyaml's when present)
     if not isinstance(data, list):
         raise CatalogError("catalog: top level must be a list of rows")
     rows = tuple(_row(r, i) for i, r in enumerate(data, 1))

@@ -15,16 +15,13 @@ import contextlib
 import logging
 import os
 import sys
+import time as _time
 from enum import Enum
 from typing import Annotated, Any
 
 import typer
 
-import time as _time
-
 from .. import __version__
-
-_START = _time.perf_counter()
 from ..errors import IncompleteError, UsageError
 from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_INCOMPLETE,
@@ -35,6 +32,8 @@ from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_USAGE,
 )
 from ._common import fail as _fail
+
+_START = _time.perf_counter()
 
 app = typer.Typer(
     name="gpusbom",
@@ -190,7 +189,8 @@ def scan(
     ] = None,
     probe_python: Annotated[
         str | None,
-        typer.Option("--probe-python", help="With --probe: Interpreter for the probe backends that run a Python package "
+        typer.Option("--probe-python",
+                     help="With --probe: Interpreter for the probe backends that run a Python package "
                      "(Triton, SYCL through dpctl). Default: the one that has the package."),
     ] = None,
     sbom: Annotated[
@@ -584,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code or 0)
     except SystemExit as exc:  # pragma: no cover - click internals
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-    except Exception as exc:  # usage errors from the parser, and anything unexpected
+    except Exception as exc:  # noqa: BLE001 - the CLI's boundary: usage errors, and anything unexpected (exit 70)
         show = getattr(exc, "show", None)
         code = getattr(exc, "exit_code", None)
         if callable(show) and isinstance(code, int):

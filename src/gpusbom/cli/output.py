@@ -7,6 +7,7 @@ leaves a partial (or stale half-new) output file behind.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -65,10 +66,8 @@ def write_atomic(path: str, text: str) -> None:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+
 class RichProgress:
     """Implements ``fsview.types.ProgressSink``."""
 

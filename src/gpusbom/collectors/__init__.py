@@ -27,6 +27,9 @@ def register(cls: C) -> C:
     return cls
 
 
+_LOAD_FAILURES: list[tuple[str, str]] = []
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
@@ -35,13 +38,20 @@ def _load() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if mod.name not in ("base",) and not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
-    try:
-        from importlib.metadata import entry_points
+    from importlib.metadata import entry_points
 
-        for ep in entry_points(group="gpusbom.collectors"):
+    for ep in entry_points(group="gpusbom.collectors"):
+        try:
             ep.load()
-    except Exception:  # a broken plug-in must not break scans  # pragma: no cover
-        pass
+        except Exception as exc:  # noqa: BLE001 - third-party code: any error means "did not load"
+            # a broken plug-in must not break scans, nor vanish: every scan reports it
+            _LOAD_FAILURES.append((ep.name, f"{type(exc).__name__}: {exc}"))
+
+
+def load_failures() -> list[tuple[str, str]]:
+    """(entry point name, why) of each collector plug-in that failed to load."""
+    _load()
+    return list(_LOAD_FAILURES)
 
 
 def all_collectors() -> dict[str, type[Collector]]:

@@ -186,7 +186,7 @@ class RocmCollector(Collector):
             inst = found.setdefault(real, _Install(real))
             if entry is not None and entry.kind is EntryKind.SYMLINK:
                 inst.links.append(path)
-        for real, inst in found.items():
+        for inst in found.values():
             self._read_release(ctx, inst)
         # a directory that is only a name (no version file, no header, no versioned name)
         # is not a ROCm install we can describe

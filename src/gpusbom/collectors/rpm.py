@@ -198,7 +198,7 @@ def header_files(h: dict[int, object]) -> list[str]:
             return []
         nd = len(dirs)
         out: list[str] = []
-        for i, b in zip(idx, base):
+        for i, b in zip(idx, base, strict=False):
             if not isinstance(i, int) or not 0 <= i < nd or not isinstance(b, str):
                 return []
             d = dirs[i]

@@ -476,7 +476,7 @@ def _nvidia(image: ScanResult, plat: Platform, cuda_code: list[Component]) -> Ve
                              "a higher driver branch)")
         else:
             c, cv = max(newer, key=lambda t: vtuple(t[1] or ""))
-            assert cv is not None
+            assert cv is not None  # noqa: S101 - type narrowing of an invariant
             v.evidence.extend(_paths(c)[:2])
             branches = _csv(c.properties.get("driver-branches"))
             if not branches:
@@ -556,7 +556,7 @@ def _amd(image: ScanResult, plat: Platform, hip_code: list[Component]) -> Verdic
     # ROCm user space vs the amdgpu kernel driver
     user = _rocm_user(image)
     rels = rocm_releases()
-    for label, rel, c in user:
+    for label, rel, _c in user:
         if plat.rocm_kmd is None:
             v.reasons.append(f"{label}: ROCm release of the amdgpu kernel driver unknown: the "
                              f"±{rocm_window()} release window is not checked")

@@ -26,6 +26,7 @@ before; only good input gets faster.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -618,10 +619,8 @@ class DecompressedStream(io.BufferedIOBase):
                 except _Stopped:
                     pass
                 except BaseException as e:  # noqa: BLE001 - handed downstream
-                    try:
+                    with contextlib.suppress(_Stopped):
                         raw_chan.put(_Err(e))
-                    except _Stopped:
-                        pass
 
             pending: list[bytes] = []
 
@@ -667,10 +666,8 @@ class DecompressedStream(io.BufferedIOBase):
                 except _Stopped:
                     pass
                 except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                    try:
+                    with contextlib.suppress(_Stopped):
                         out_chan.put(_Err(e))
-                    except _Stopped:
-                        pass
                 finally:
                     gen.close()
 

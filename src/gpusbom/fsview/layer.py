@@ -8,6 +8,7 @@ links and matched files are kept, up to ``Limits.max_kept_records``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from array import array
 from collections.abc import Callable, Iterable, Sequence
@@ -182,10 +183,8 @@ def _spool_file(
                     analyzers.feed(chunk)
                 left -= len(chunk)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
         raise
     return ContentRef(path=path, size=size)
 
@@ -259,10 +258,7 @@ def index_members(
                     whiteouts.add(parent.rstrip("/") + "/" + target)
                 continue  # whiteouts are markers, not files
         if kind is _FILE:
-            if match is None or (quick is not None and quick(path) is None):
-                spec = None
-            else:
-                spec = match(path)
+            spec = None if match is None or quick is not None and quick(path) is None else match(path)
             if spec is None:
                 shadow_add(shash(path))
                 if entries:
@@ -285,10 +281,7 @@ def index_members(
                     _analyze_member(m, fsize, an)
                 analysis = an.close()
             elif not m.sparse and fsize <= spec.max_size:
-                if fsize <= max_mem:
-                    content = ContentRef(data=m.read(fsize))
-                else:
-                    content = _spool_file(m, fsize, spool, limits)
+                content = ContentRef(data=m.read(fsize)) if fsize <= max_mem else _spool_file(m, fsize, spool, limits)
             entry = Entry(
                 path=path,
                 kind=_FILE,

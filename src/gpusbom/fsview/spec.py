@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .types import StreamAnalyzer
@@ -44,7 +44,7 @@ class PathSpec:
     pattern: str
     history: bool = False
     max_size: int = DEFAULT_MAX_SIZE
-    stream: Union[AnalyzerFactory, tuple[AnalyzerFactory, ...], None] = None
+    stream: AnalyzerFactory | tuple[AnalyzerFactory, ...] | None = None
 
     @property
     def analyzers(self) -> tuple[AnalyzerFactory, ...]:

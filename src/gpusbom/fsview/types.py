@@ -72,7 +72,7 @@ class ContentRef:
     def open(self) -> BinaryIO:
         if self._data is not None:
             return io.BytesIO(self._data)
-        assert self._path is not None
+        assert self._path is not None  # noqa: S101 - type narrowing of an invariant
         return open(self._path, "rb")  # noqa: SIM115 - caller closes
 
     def read(self) -> bytes:

@@ -11,8 +11,8 @@ only below its root, through directory file descriptors, never following links).
 from __future__ import annotations
 
 import bisect
-import functools
 import errno
+import functools
 import operator
 import os
 import re

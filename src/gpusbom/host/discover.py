@@ -102,9 +102,11 @@ def kernel_modules(root: HostRoot, facts: HostFacts) -> list[Component]:
         props = {"kernel-module": name, "location": f"/sys/module/{name}"}
         vendor = "nvidia" if name.startswith("nvidia") or name == "gdrdrv" else _MODULE_VENDOR.get(name, "linux")
         if name == "nvidia" and nv_version:
-            evs.append(_ev("/proc/driver/nvidia/version", nvrm.splitlines()[0].strip() if nvrm else None, "version-file"))
+            first = nvrm.splitlines()[0].strip() if nvrm else None
+            evs.append(_ev("/proc/driver/nvidia/version", first, "version-file"))
             if version and version != nv_version:
-                props["disagreement"] = f"/sys/module/nvidia/version {version} but /proc/driver/nvidia/version {nv_version}"
+                props["disagreement"] = (f"/sys/module/nvidia/version {version} but "
+                                         f"/proc/driver/nvidia/version {nv_version}")
             version = version or nv_version
         if name.startswith("nvidia") and facts.nvidia_flavor:
             props["nvidia:kernel-module-flavor"] = facts.nvidia_flavor

@@ -17,6 +17,7 @@ secret (shadow files, keys, credentials), whatever a collector asked for.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -111,10 +112,8 @@ class _Writer:
 def _capture(hs: HostScan, w: _Writer) -> None:
     root = hs.root
     for p in sorted(root.dirs | root.present):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             w.mkdir(p)
-        except (OSError, ValueError):
-            pass
     for p, target in sorted(root.links.items()):
         w.link(p, target)
     for p, data in sorted(root.read_files.items()):

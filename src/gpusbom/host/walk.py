@@ -32,7 +32,7 @@ HOST_ROOTS: tuple[str, ...] = (
 )
 #: never walked (absolute paths below the scanned root)
 SKIP_PATHS = frozenset({
-    "/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/cache", "/var/log",
+    "/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/cache", "/var/log",  # noqa: S108 - skipped, not used
     "/usr/share",
     "/usr/src", "/usr/lib/modules", "/lib/modules", "/usr/lib/firmware", "/lib/firmware",
     "/etc/ssl/private", "/root/.ssh", "/etc/ssh",

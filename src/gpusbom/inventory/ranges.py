@@ -61,7 +61,7 @@ class VersionRange:
                 bounds = [parse(scheme, c.version) for c in self.constraints]
             except InvalidVersion:
                 continue
-            return all(c.holds(key, b) for c, b in zip(self.constraints, bounds))
+            return all(c.holds(key, b) for c, b in zip(self.constraints, bounds, strict=False))
         return None
 
 

@@ -213,7 +213,7 @@ class Store:
                 transient = ("locked" in text or "deadlock" in text
                              or "could not serialize" in text)
                 if transient and attempt < attempts - 1:
-                    time.sleep(0.05 * (2 ** attempt) * (1 + random.random()))
+                    time.sleep(0.05 * (2 ** attempt) * (1 + random.random()))  # noqa: S311 - retry jitter
                     continue
                 raise self._wrap(exc) from None
             except SQLAlchemyError as exc:
@@ -519,7 +519,7 @@ class Store:
             info = infos[sid]
             by_ref = {c.bom_ref: c for c in clist}
             for f in match(clist, db):
-                assert f.advisory is not None
+                assert f.advisory is not None  # noqa: S101 - type narrowing of an invariant
                 if f.advisory.status != "affected" and not (
                         include_review and f.advisory.status == "review"):
                     continue

@@ -100,7 +100,7 @@ class VersionRange:
             k, bounds = keys[0], keys[1:]
             return all(
                 _OPS[op](-1 if k < b else (1 if b < k else 0))
-                for (op, _), b in zip(self.clauses, bounds)
+                for (op, _), b in zip(self.clauses, bounds, strict=False)
             )
         raise RangeError(f"{version!r} cannot be compared with {self.text!r}")
 

@@ -7,8 +7,8 @@ on the device components of a ScanResult (creating the components it cannot find
 Hook for the host scan (``scan --host``): after the host collectors have produced their
 ``ComponentType.DEVICE`` components, call ``attach_probes(result, run_probes(...),
 create_devices=True)``. A probe result is matched to a device component by PCI
-address (properties ``pci:address`` / ``pci-bus-id``) or UUID (``nvidia:uuid`` / ``uuid``); what matches nothing gets its own device
-component.
+address (properties ``pci:address`` / ``pci-bus-id``) or UUID (``nvidia:uuid`` / ``uuid``);
+what matches nothing gets its own device component.
 """
 
 from __future__ import annotations
@@ -212,7 +212,8 @@ def probe_scan(probes: list[ProbeResult], *, timestamp: str | None = None) -> Sc
     uname = os.uname()
     result = ScanResult(
         target=Target(kind="host", reference=host, source="host", name=host,
-                      platform=f"{uname.sysname.lower()}/{_ARCH.get(uname.machine, uname.machine)}", os_release=_os_release()),
+                      platform=f"{uname.sysname.lower()}/{_ARCH.get(uname.machine, uname.machine)}",
+                      os_release=_os_release()),
         tool=ToolInfo(name="gpusbom", version=__version__, collectors={}),
         timestamp=timestamp,
     )

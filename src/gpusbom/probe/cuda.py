@@ -10,8 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from collections.abc import Callable
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from typing import Any, cast
 
 from . import _launch as L
@@ -335,7 +335,7 @@ def launch_image(drv: _Driver, image: bytes, entry: str, facts: dict[str, str], 
             drv.check(drv.cuMemAlloc(byref(p), nbytes), "cuMemAlloc_v2")
             ptrs.append(p)
         host = L.host_inputs()
-        for p, src in zip(ptrs, host):
+        for p, src in zip(ptrs, host, strict=False):
             drv.check(drv.cuMemcpyHtoD(p, ctypes.addressof(src), nbytes), "cuMemcpyHtoD_v2")
         params, _keep = L.kernel_params(ptrs, CUdeviceptr, null_params)
         t1 = time.perf_counter()

@@ -12,8 +12,8 @@ import ctypes
 import glob
 import time
 from collections.abc import Callable
-from typing import Any, cast
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
+from typing import Any, cast
 
 from . import _launch as L
 from . import kernel as K
@@ -202,7 +202,7 @@ class HipBackend(Backend):
                 hip.check(hip.hipMalloc(byref(p), nbytes), "hipMalloc")
                 ptrs.append(p)
             host = L.host_inputs()
-            for p, src in zip(ptrs, host):
+            for p, src in zip(ptrs, host, strict=False):
                 hip.check(hip.hipMemcpyHtoD(p, ctypes.addressof(src), nbytes), "hipMemcpyHtoD")
             params, _keep = L.kernel_params(ptrs, c_void_p)
             t1 = time.perf_counter()

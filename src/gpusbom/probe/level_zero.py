@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import cast
 from ctypes import POINTER, Structure, byref, c_char, c_int, c_uint8, c_uint32, c_uint64, c_void_p
+from typing import cast
 
 from . import kernel as K
 from .base import (

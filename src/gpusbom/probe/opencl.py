@@ -194,7 +194,7 @@ def _vendors_dir(workdir: str, lib: str) -> str:
     from dladdr) agree; written once, never rewritten under a running child."""
     real = _resolve_lib(lib)
     vendors = os.path.join(workdir, "icd-" + hashlib.sha1(
-        os.path.basename(real).encode()).hexdigest()[:12])
+        os.path.basename(real).encode(), usedforsecurity=False).hexdigest()[:12])
     os.makedirs(vendors, exist_ok=True)
     path = os.path.join(vendors, "vendor.icd")
     if not os.path.exists(path):

@@ -13,6 +13,7 @@ and the probe goes on with the others.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import importlib.util
@@ -101,7 +102,7 @@ def interpreter_for(package: str | None, python: str | None = None) -> str:
 def _start(child: _Child, env: dict[str, str]) -> None:
     with open(child.err, "wb") as err:
         child.start = time.perf_counter()
-        child.proc = subprocess.Popen(
+        child.proc = subprocess.Popen(  # noqa: S603 - our own worker module, argv list, no shell
             [child.python, "-m", "gpusbom.probe.worker", *child.args, child.out],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             env=env, start_new_session=True, close_fds=True,
@@ -116,7 +117,7 @@ def _reap_later(child: _Child, deadline: float) -> None:
     """A child whose answer is in may still be tearing its runtime down (freeing device
     memory, closing the driver): reap it in the background, killed at its deadline."""
     proc = child.proc
-    assert proc is not None
+    assert proc is not None  # noqa: S101 - type narrowing of an invariant
 
     def reap() -> None:
         try:
@@ -134,7 +135,7 @@ def _wait(child: _Child, timeout: float) -> None:
     The child's time ends with its answer, not with its exit: runtime teardown after the
     answer is not part of the probe, and the child is reaped in the background."""
     proc = child.proc
-    assert proc is not None
+    assert proc is not None  # noqa: S101 - type narrowing of an invariant
     if child.waited:  # already waited for (a speculative child): keep its time
         return
     child.waited = True
@@ -265,10 +266,8 @@ def _kill(child: _Child) -> bool:
     proc = child.proc
     if proc is None or proc.poll() is not None:
         return True
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     try:
         proc.wait(timeout=_KILL_GRACE)
     except subprocess.TimeoutExpired:
@@ -335,7 +334,7 @@ def _probe_backend(backend_id: str, timeout: float, tmp: str, env: dict[str, str
             keys = [(be.isolate(d["id"], dict(d.get("facts") or {}), tmp)) for d in devs]
             keyed = [(cid, tuple(sorted(extra.items()))) for cid, extra in keys]
             if sorted(keyed) == sorted(spec) and len(set(keyed)) == len(keyed):
-                children = [(d, spec.pop(k)) for d, k in zip(devs, keyed)]
+                children = [(d, spec.pop(k)) for d, k in zip(devs, keyed, strict=False)]
             else:
                 devs = None
         if devs is None:

@@ -11,6 +11,7 @@ the ICD loader (``runtime_icds``). The children run in the interpreter that has 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -90,10 +91,8 @@ def _facts(d: Any) -> dict[str, str]:
         except Exception:  # noqa: BLE001, S112 - an attribute this dpctl lacks
             continue
         f[key] = str(v)
-    try:
+    with contextlib.suppress(Exception):  # dpctl's own error types: no sub-group sizes
         f["simd-width"] = ",".join(str(s) for s in d.sub_group_sizes)
-    except Exception:  # noqa: BLE001, S110 - no sub-group sizes
-        pass
     return f
 
 

@@ -168,7 +168,8 @@ def _facts(vk: Any, pd: Any, manifest: str | None) -> tuple[str, dict[str, str]]
             drv = vk.VkPhysicalDeviceDriverProperties(
                 sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
             sub.pNext = vk.ffi.addressof(drv)
-        p2 = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=vk.ffi.addressof(chain))
+        p2 = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                            pNext=vk.ffi.addressof(chain))
         vk.vkGetPhysicalDeviceProperties2(pd, p2)
         facts["simd-width"] = str(int(sub.subgroupSize))
         if drv is not None:

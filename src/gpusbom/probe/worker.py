@@ -65,10 +65,7 @@ def main(argv: list[str]) -> int:
         return 2
     out_path = argv[-1]
     try:
-        if argv[0] == "enumerate":
-            payload = _enumerate(argv[1])
-        else:
-            payload = _run(argv[1], argv[2])
+        payload = _enumerate(argv[1]) if argv[0] == "enumerate" else _run(argv[1], argv[2])
     except ProbeSkipped as exc:
         payload = {"status": "skipped", "reason": exc.reason}
     except ProbeError as exc:

@@ -72,8 +72,8 @@ def from_json_dict(doc: dict[str, Any], path: str) -> ScanResult:
 
 
 def from_tag_value(text: str, path: str) -> ScanResult:
-    from spdx_tools.spdx.parser.error import SPDXParsingError
     from ply.yacc import NullLogger  # type: ignore[import-untyped]
+    from spdx_tools.spdx.parser.error import SPDXParsingError
     from spdx_tools.spdx.parser.tagvalue.parser import Parser
 
     name = display_name(path)

@@ -204,7 +204,7 @@ class SeekableTarStore(_TarStore):
 
     def read_small(self, path: str, what: str) -> bytes:
         m = self._need(path, what)
-        assert m.offset is not None
+        assert m.offset is not None  # noqa: S101 - type narrowing of an invariant
         self._f.seek(m.offset)
         data = self._f.read(m.size)
         if len(data) != m.size:
@@ -310,7 +310,7 @@ class StreamingTarStore(_TarStore):
                     f"{layer.digest}, got {got}"
                 )
             return with_layer_index(m.layer, layer.index)
-        assert m.data is not None  # a small member: read it now
+        assert m.data is not None  # noqa: S101 - invariant; a small member: read it now
         where = f"{self.label}: {path}"
         return stream_layer(io.BytesIO(m.data), layer, ctx, where, m.size, total=total, what=path)
 

@@ -191,7 +191,7 @@ class ContainersStorageSource(Source):
                 f"{label}: {len(chain)} stored layers but the config lists "
                 f"{len(config.diff_ids)} diff_ids"
             )
-        for i, (la, diff_id) in enumerate(zip(chain, config.diff_ids)):
+        for i, (la, diff_id) in enumerate(zip(chain, config.diff_ids, strict=False)):
             if la.get("diff-digest") not in (None, diff_id):
                 raise ImageFormatError(
                     f"{label}: stored layer {i} has diff {la.get('diff-digest')}, "

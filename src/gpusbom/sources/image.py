@@ -220,7 +220,7 @@ class BlobStore(ABC):
     def read_layer(self, path: str, layer: LayerPlan, total: int, ctx: ReadContext) -> LayerIndex:
         """Stream the layer at ``path`` through ``fsview.layer.read_layer``."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most stores hold nothing to release
         pass
 
 
@@ -477,7 +477,7 @@ def plan_oci(store: BlobStore, ctx: ReadContext, tag: str | None) -> ImagePlan:
     tags = sorted({t for d in descs if (t := _tag_of(d))})
     desc = _choose(descs, ctx, label, top=True)
     top_tag = _tag_of(desc)
-    for depth in range(8):
+    for _depth in range(8):
         mt = desc.get("mediaType")
         _, doc = _read_blob_json(store, desc, "manifest")
         doc = _obj(doc, f"{label}: manifest {desc['digest']}")
@@ -966,7 +966,7 @@ _FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
 def _read_layer_in_child(i: int) -> LayerIndex:
     from ..fsview.types import NullProgress
 
-    assert _FORK_JOB is not None
+    assert _FORK_JOB is not None  # noqa: S101 - type narrowing of an invariant
     store, plan, ctx, counter, sched = _FORK_JOB
     layer = plan.layers[i]
     threads = sched.threads[i] if sched is not None else 0
@@ -1012,7 +1012,7 @@ def read_layers_forked(
         # largest first, handed out one at a time: small layers fill the gaps
         order = sched.order if sched is not None else list(range(total))
         got: dict[int, LayerIndex] = {}
-        for i, li in zip(order, pool.imap(_read_layer_in_child, order, chunksize=1)):
+        for i, li in zip(order, pool.imap(_read_layer_in_child, order, chunksize=1), strict=False):
             got[i] = li
             size = plan.layers[i].size
             if size:

@@ -269,7 +269,7 @@ def run_credential_helper(name: str, server: str, secrets: list[str]) -> Credent
             f"docker-credential-{name} is not on PATH"
         )
     try:
-        proc = subprocess.run(
+        proc = subprocess.run(  # noqa: S603 - the credential helper docker's config names, no shell
             [exe, "get"],
             input=server.encode(),
             capture_output=True,
@@ -383,7 +383,7 @@ def _scrub(text: str, secrets: list[str]) -> str:
 
 # --------------------------------------------------------------------------- challenges
 
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"  # noqa: S105 - RFC 9110 token grammar, not a secret
 _PARAM_RE = re.compile(rf'\s*({_TOKEN})\s*=\s*(?:"((?:[^"\\]|\\.)*)"|({_TOKEN}))\s*(,|$)')
 _SCHEME_RE = re.compile(rf"\s*,?\s*({_TOKEN})(?:\s+|$)")
 

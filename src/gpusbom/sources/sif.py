@@ -152,7 +152,7 @@ class SifFile:
         spans = sorted(
             (d.offset, d.offset + d.size, d.id) for d in self.descriptors if d.size > 0
         )
-        for (s1, e1, i1), (s2, _e2, i2) in itertools.pairwise(spans):
+        for (_s1, e1, i1), (s2, _e2, i2) in itertools.pairwise(spans):
             if s2 < e1:
                 raise UnsafeArchiveError(
                     f"{label}: data objects {i1} and {i2} overlap (bytes {s2}..{e1})"

@@ -126,7 +126,7 @@ def _licenses(values: list[str]) -> list[License]:
         parts = [m.value if isinstance(m, LicenseExpression) else str(m.id) for m in made]
         return [LicenseExpression(" AND ".join(f"({p})" for p in parts))]
     out: list[License] = []
-    for v, m in zip(vals, made):
+    for v, m in zip(vals, made, strict=False):
         out.append(m if isinstance(m, DisjunctiveLicense) else _license_factory.make_with_name(v))
     return out
 
@@ -413,7 +413,7 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
         -(f.advisory.score or 0) if f.advisory else 0, f.advisory.advisory if f.advisory else ""))
     lead = ranked[0]
     a = lead.advisory
-    assert a is not None
+    assert a is not None  # noqa: S101 - type narrowing of an invariant
     state, _ = _STATES.get(a.status, (ImpactAnalysisState.IN_TRIAGE,
                                       ImpactAnalysisAffectedStatus.UNKNOWN))
     advisories = sorted({f.advisory.advisory for f in group if f.advisory})
@@ -435,7 +435,7 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
     aliases: set[tuple[str, str]] = set()
     for f, r in sorted(pairs, key=lambda p: (p[1], p[0].advisory.advisory if p[0].advisory else "")):
         fa = f.advisory
-        assert fa is not None
+        assert fa is not None  # noqa: S101 - type narrowing of an invariant
         _, vstatus = _STATES.get(fa.status, (ImpactAnalysisState.IN_TRIAGE,
                                              ImpactAnalysisAffectedStatus.UNKNOWN))
         versions = affects.setdefault(r, [])

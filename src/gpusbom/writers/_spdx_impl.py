@@ -259,11 +259,11 @@ def _add_advisories(result: ScanResult, packages: list[Package], comps: list[Com
         if f.kind == "advisory" and f.advisory is not None:
             for r in f.components:
                 by_ref.setdefault(r, []).append(f)
-    for pkg, c in zip(packages, comps):
+    for pkg, c in zip(packages, comps, strict=False):
         lines: list[str] = []
         for f in by_ref.get(c.bom_ref, []):
             a = f.advisory
-            assert a is not None
+            assert a is not None  # noqa: S101 - type narrowing of an invariant
             lines.append(
                 f"{prop('advisory')}={a.vulnerability} ({a.advisory}) {a.status}; "
                 f"severity {f.severity}; fixed {a.fixed_version or '-'}"
@@ -314,7 +314,7 @@ def build_document(result: ScanResult) -> Document:
         (f for f in result.findings if f.kind == "advisory" and f.advisory is not None), 1
     ):
         a = f.advisory
-        assert a is not None
+        assert a is not None  # noqa: S101 - type narrowing of an invariant
         doc_notes.append(
             f"{prop(f'advisory:{i}')}={a.vulnerability} {a.advisory} {a.status} "
             f"severity={f.severity} component={','.join(f.components)} "

@@ -75,10 +75,9 @@ class TableWriter(Writer):
         width = options.width
         if width is None:
             isatty = getattr(out, "isatty", None)
-            if callable(isatty) and isatty():
-                width = shutil.get_terminal_size((160, 24)).columns
-            else:
-                width = 200  # piped or captured: wide enough that rows rarely wrap
+            # piped or captured: wide enough that rows rarely wrap
+            tty = callable(isatty) and isatty()
+            width = shutil.get_terminal_size((160, 24)).columns if tty else 200
         buf = io.StringIO()
         console = Console(
             file=buf,
@@ -209,7 +208,7 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     order = {"affected": 0, "review": 1, "not-affected": 2}
     for f in sorted(found, key=lambda f: order.get(f.advisory.status if f.advisory else "", 3)):
         a = f.advisory
-        assert a is not None
+        assert a is not None  # noqa: S101 - type narrowing of an invariant
         comp = ", ".join(names.get(r, r) for r in f.components)
         table.add_row(
             Text(a.vulnerability), Text(a.advisory), Text(f.severity), Text(a.status),
@@ -229,7 +228,7 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
         console.print(Text(f"Not affected per VEX ({len(suppressed)}, not in the table above):"))
         for f in suppressed:
             a = f.advisory
-            assert a is not None
+            assert a is not None  # noqa: S101 - type narrowing of an invariant
             comp = ", ".join(names.get(r, r) for r in f.components)
             why = a.justification or "no justification given"
             console.print(Text(f"  - {a.vulnerability} ({a.advisory}) on {comp}: {why}"))

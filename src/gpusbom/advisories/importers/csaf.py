@@ -59,11 +59,11 @@ class Phrase:
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # "All driver versions prior to 580.159.03", "All versions prior to CUDA Toolkit 12.2"
-    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:before|prior\s+to|earlier\s+than|below)\s+{_PFX}{_V}$", re.I), "fixed"),
+    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:before|prior\s+to|earlier\s+than|below)\s+{_PFX}{_V}$", re.I), "fixed"),  # noqa: E501 - a pattern reads best unbroken
     # "All versions up to and including v1.16.1", "All versions up to CUDA Toolkit 12.8"
-    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:up\s+to\s+and\s+including|up\s+to|prior\s+to\s+and\s+including|through)\s+{_PFX}{_V}$", re.I), "last_affected"),
+    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:up\s+to\s+and\s+including|up\s+to|prior\s+to\s+and\s+including|through)\s+{_PFX}{_V}$", re.I), "last_affected"),  # noqa: E501 - a pattern reads best unbroken
     # "35.6.2 and earlier", "1.8.7 and prior versions", "32.7.2 and prior releases"
-    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:earlier|prior(?:\s+(?:versions?|releases?))?|older)$", re.I), "last_affected"),
+    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:earlier|prior(?:\s+(?:versions?|releases?))?|older)$", re.I), "last_affected"),  # noqa: E501 - a pattern reads best unbroken
     # "46.3008 or newer", "1.6.0 and later"
     (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:newer|later)$", re.I), "introduced"),
     # "All versions from 22.09 to 24.03" / "22.09 through 24.03"
@@ -311,7 +311,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                     imp.unmapped.append(p.product or p.name)
                 return None
             key = (target, p.product, p.platform, p.branch, p.variant)
-            g = groups.get(key)
+            g = groups.get(key)  # noqa: B023 - called only within this iteration
             if g is None:
                 g = {"target": target, "vendor_product": p.product or p.name, "scheme": scheme}
                 for k in ("platform", "branch", "variant"):
@@ -319,7 +319,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                         g[k] = getattr(p, k)
                 g["ranges"], g["versions"], g["fixed"], g["phrases"] = [], [], [], []
                 g["conditions"] = []
-                groups[key] = g
+                groups[key] = g  # noqa: B023 - called only within this iteration
             return g
 
         for pid in status.get("known_affected") or []:

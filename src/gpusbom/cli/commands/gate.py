@@ -153,7 +153,6 @@ def _scan_host(root: str, db: Any, probe: bool, timeout: float) -> Any:
 
 def _load_target(target: str, db: Any, platform: str | None) -> Any:
     from ...errors import InputError
-
     from ...sbomin import sniff
 
     path = target.removeprefix("sbom:")

@@ -5,6 +5,7 @@ file in the user data dir. Exit codes: 0 ok, 1 ``affected --fail`` found somethi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from enum import Enum
@@ -99,10 +100,8 @@ def _read_input(path: str) -> Any:
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     doc: Any = None
-    try:
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
         doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        pass
     if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("gpusbom/scan/"):
         try:
             return ScanResult.from_dict(doc)

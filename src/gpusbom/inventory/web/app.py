@@ -269,7 +269,7 @@ def parse_bind(bind: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"--bind {bind!r}: use HOST:PORT (127.0.0.1:8080, [::1]:8080)")
-    host = host.strip("[]") or "0.0.0.0"
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - only when the user asks for ":PORT"
     return host, int(port)
 
 
