@@ -137,7 +137,7 @@ class _Locks:
         else:
             import fcntl
 
-            assert self.path is not None
+            assert self.path is not None  # noqa: S101 - type narrowing of an invariant
             with open(self.path, "a") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 try:

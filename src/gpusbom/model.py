@@ -423,12 +423,6 @@ class ScanResult:
                 return c
         return None
 
-    def root_ref(self) -> str:
-        """The bom-ref of the scanned target (see :mod:`gpusbom.identity`)."""
-        from .identity import target_identity
-
-        return target_identity(self.target).root_ref
-
     def probes_for(self, ref: str) -> list[ProbeResult]:
         """Probe results attached to the component ``ref``, in a stable order."""
         return sorted(

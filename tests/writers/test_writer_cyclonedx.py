@@ -17,6 +17,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 from lxml import etree
 
 from gpusbom.errors import UsageError
+from gpusbom.identity import target_identity
 from gpusbom.writers import WriterOptions, get_writer
 
 _here = Path(__file__).parent
@@ -218,7 +219,7 @@ def test_dependency_cycle_stays_reachable() -> None:
                             Relationship(b.bom_ref, "depends-on", a.bom_ref),
                             Relationship(a.bom_ref, "depends-on", "missing#ref")]
     bom = build_bom(result, SchemaVersion.V1_6)
-    root = next(d for d in bom.dependencies if d.ref.value == result.root_ref())
+    root = next(d for d in bom.dependencies if d.ref.value == target_identity(result.target).root_ref)
     assert {d.ref.value for d in root.dependencies} & {a.bom_ref, b.bom_ref}
     assert any(p.name == "gpusbom:dangling-relationship:1" for p in bom.metadata.properties)
 

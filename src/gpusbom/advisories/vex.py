@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..identity import target_identity
 from ..model import Component, Finding, ScanResult
 
 __all__ = ["VexStatement", "apply_vex", "cyclonedx_justification", "read_vex"]
@@ -314,7 +315,7 @@ def _component_matches(ident: str, c: Component) -> bool:
 
 def _target_ids(result: ScanResult) -> set[str]:
     t = result.target
-    out = {x for x in (t.reference, t.manifest_digest, t.image_id, result.root_ref()) if x}
+    out = {x for x in (t.reference, t.manifest_digest, t.image_id, target_identity(t).root_ref) if x}
     for d in (t.manifest_digest, t.image_id):
         if d:
             out.add(d.split(":", 1)[-1])

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from .engine import InventoryError, default_url, normalize_url, redact
 from .ranges import VersionRange, parse_range
+from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
 if TYPE_CHECKING:
     from ..model import ScanResult
-    from .store import AffectedRow, Change, Drift, QueryRow, ScanInfo, Store, SubjectInfo
+    from .store import Store
 
 __all__ = [
     "AffectedRow",
@@ -44,11 +45,10 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # the store pulls in SQLAlchemy: load it when asked for
-    if name in ("Store", "AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo",
-                "SubjectInfo"):
-        from . import store
+    if name == "Store":
+        from .store import Store
 
-        return getattr(store, name)
+        return Store
     raise AttributeError(name)
 
 

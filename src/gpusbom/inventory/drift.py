@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import ComponentType, ScanResult
-from .store import Change
+from .types import Change
 
 _DEVICE_FIELDS = (("model", None), ("compute capability", "cuda:compute-capability"),
                   ("gfx", "amd:gfx-target"), ("kernel driver", "driver"),

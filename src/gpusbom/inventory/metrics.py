@@ -75,7 +75,7 @@ class _Collector:
                                           "pci_address", "outcome"])
         counts: dict[str, dict[str, int]] = {}
         with store.engine.connect() as conn:
-            latest_ids = store._latest_ids()
+            latest_ids = store.latest_scan_ids()
             for sid, severity, n in conn.execute(
                     select(findings.c.scan_id, findings.c.severity, func.count()).where(
                         findings.c.scan_id.in_(latest_ids)).group_by(

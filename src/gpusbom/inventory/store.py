@@ -12,7 +12,6 @@ import json
 import random
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, UsageError
@@ -21,6 +20,7 @@ from . import normalize
 from .engine import InventoryError, describe_error, open_engine
 from .ranges import VersionRange
 from .tables import components, devices, findings, probes, products, scan_documents, scans
+from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
 __all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
 
@@ -28,90 +28,6 @@ _INSERT_ORDER = ("scans", "scan_documents", "components", "products", "devices",
                  "findings")
 _TABLES = {"scans": scans, "scan_documents": scan_documents, "components": components,
            "products": products, "devices": devices, "probes": probes, "findings": findings}
-
-
-@dataclass(frozen=True)
-class ScanInfo:
-    id: str
-    kind: str
-    subject: str
-    reference: str
-    ts: str
-    ingested_at: str
-    digest: str | None = None
-    hostname: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    tool_version: str | None = None
-    advisory_db: str | None = None
-    components: int = 0
-    stack_text: str | None = None
-
-
-@dataclass(frozen=True)
-class SubjectInfo:
-    """One host or image: its latest scan and what that scan holds."""
-
-    kind: str
-    subject: str
-    scans: int
-    latest: ScanInfo
-    gpus: tuple[str, ...] = ()  # "NVIDIA H200 (0000:00:06.0, cc 9.0)"
-    driver: str | None = None  # kernel driver versions, "nvidia 580.159.04"
-    findings: dict[str, int] = field(default_factory=dict)  # severity -> count
-
-
-@dataclass(frozen=True)
-class QueryRow:
-    kind: str
-    subject: str
-    scan_id: str
-    ts: str
-    component: str
-    version: str | None
-    matched_version: str | None  # the version compared: the GPU product's or the package's
-    product: str | None
-    type: str
-    ecosystem: str | None
-    purl: str | None
-    location: str | None
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AffectedRow:
-    kind: str
-    subject: str
-    scan_id: str
-    ts: str
-    advisory: str
-    vulnerability: str
-    status: str
-    severity: str
-    component: str
-    installed_version: str | None
-    fixed_version: str | None
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Change:
-    section: str  # components | devices | driver | probes
-    change: str  # added | removed | changed
-    key: str
-    before: str | None
-    after: str | None
-
-
-@dataclass(frozen=True)
-class Drift:
-    kind: str
-    subject: str
-    old: ScanInfo
-    new: ScanInfo
-    changes: tuple[Change, ...]
-
-    def section(self, name: str) -> list[Change]:
-        return [c for c in self.changes if c.section == name]
 
 
 def _like(pattern: str) -> str:
@@ -231,7 +147,7 @@ class Store:
 
     # ------------------------------------------------------------------ scans
 
-    def _latest_ids(self) -> Any:
+    def latest_scan_ids(self) -> Any:
         """A subquery of the ids of the latest scan of every (kind, subject)."""
         from sqlalchemy import func, select
 
@@ -245,7 +161,7 @@ class Store:
     def _scan_filter(self, stmt: Any, *, kind: str | None, host: str | None,
                      image: str | None, all_scans: bool) -> Any:
         if not all_scans:
-            stmt = stmt.where(scans.c.id.in_(self._latest_ids()))
+            stmt = stmt.where(scans.c.id.in_(self.latest_scan_ids()))
         if kind:
             stmt = stmt.where(scans.c.kind == kind)
         if host:
@@ -345,7 +261,7 @@ class Store:
             gpus: dict[str, list[str]] = {}
             drivers: dict[str, set[str]] = {}
             for r in conn.execute(select(devices).where(devices.c.scan_id.in_(
-                    self._latest_ids())).order_by(devices.c.scan_id, devices.c.idx)):
+                    self.latest_scan_ids())).order_by(devices.c.scan_id, devices.c.idx)):
                 if r.scan_id not in by_id:
                     continue
                 bits = ", ".join(x for x in (r.pci_address, r.compute_capability and
@@ -354,13 +270,13 @@ class Store:
             for r in conn.execute(select(components.c.scan_id, components.c.name,
                                          components.c.version).where(
                     components.c.type == ComponentType.DEVICE_DRIVER.value,
-                    components.c.scan_id.in_(self._latest_ids()))):
+                    components.c.scan_id.in_(self.latest_scan_ids()))):
                 if r.scan_id in by_id:
                     drivers.setdefault(r.scan_id, set()).add(f"{r.name} {r.version or '?'}")
             sev: dict[str, dict[str, int]] = {}
             for sid, severity, n in conn.execute(
                     select(findings.c.scan_id, findings.c.severity, func.count()).where(
-                        findings.c.scan_id.in_(self._latest_ids())).group_by(
+                        findings.c.scan_id.in_(self.latest_scan_ids())).group_by(
                         findings.c.scan_id, findings.c.severity)):
                 sev.setdefault(sid, {})[severity] = n
         return [SubjectInfo(

@@ -64,6 +64,7 @@ from ._common import (
     stack_properties,
     target_display_name,
     target_identity_pairs,
+    target_key,
     target_purl,
     target_version,
     unknown_text,
@@ -265,7 +266,7 @@ def _target_component(result: ScanResult) -> CdxComponent:
         name=target_display_name(result),
         version=target_version(result),
         type=_TARGET_TYPES.get(t.kind, CdxComponentType.APPLICATION),
-        bom_ref=result.root_ref(),
+        bom_ref=target_key(result),
         purl=target_purl(result),
         properties=props,
     )
@@ -273,7 +274,7 @@ def _target_component(result: ScanResult) -> CdxComponent:
 
 def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
     """The scan result as a cyclonedx-python-lib ``Bom`` (deterministic for the same result)."""
-    root_ref = result.root_ref()
+    root_ref = target_key(result)
     refs = {c.bom_ref for c in result.components}
     meta_props: list[Property] = [
         Property(name=prop("complete"), value="true" if result.complete else "false"),

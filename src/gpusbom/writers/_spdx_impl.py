@@ -282,7 +282,7 @@ def _add_advisories(result: ScanResult, packages: list[Package], comps: list[Com
 def build_document(result: ScanResult) -> Document:
     """The scan result as an spdx-tools ``Document`` (deterministic for the same result)."""
     ids = _Ids()
-    root_ref = result.root_ref()
+    root_ref = target_identity(result.target).root_ref
     root_id = ids.get(root_ref)
     comps = sorted(result.components, key=lambda c: c.bom_ref)
     for c in comps:

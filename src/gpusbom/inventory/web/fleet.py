@@ -47,7 +47,7 @@ def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[Platform, list
 
     from ..tables import devices, scans
 
-    latest = store._latest_ids()
+    latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
         hosts = {sid: subj for sid, subj in conn.execute(select(scans.c.id, scans.c.subject)
                  .where(scans.c.id.in_(latest), scans.c.kind == "host"))}

@@ -125,7 +125,7 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
     subs = store.subjects()
     hosts = [s for s in subs if s.kind == "host"]
     images = [s for s in subs if s.kind != "host"]
-    latest = store._latest_ids()
+    latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
         outcomes: dict[str, set[str]] = {}
         for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome).where(
@@ -241,7 +241,7 @@ def advisories(store: Store, adb: Any) -> dict[str, Any]:
     with store.engine.connect() as conn:
         seen = dict(conn.execute(select(findings.c.advisory, func.count(
             func.distinct(findings.c.scan_id))).where(
-            findings.c.scan_id.in_(store._latest_ids()), findings.c.advisory.is_not(None),
+            findings.c.scan_id.in_(store.latest_scan_ids()), findings.c.advisory.is_not(None),
             findings.c.status == "affected").group_by(findings.c.advisory)).all())
     rows = []
     for a in adb:
@@ -282,7 +282,7 @@ def advisory(store: Store, adb: Any, ident: str, cache: Cache | None = None) -> 
                       findings.c.component_ref, findings.c.installed_version,
                       findings.c.fixed_version, findings.c.severity).select_from(
             findings.join(scans, scans.c.id == findings.c.scan_id)).where(
-            findings.c.scan_id.in_(store._latest_ids()), findings.c.advisory == adv.id,
+            findings.c.scan_id.in_(store.latest_scan_ids()), findings.c.advisory == adv.id,
             findings.c.status == "not-affected")
         for r in conn.execute(stmt):
             vuln = next((c for c in cves if c in r.rule_id), r.rule_id or "")
