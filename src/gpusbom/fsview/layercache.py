@@ -241,7 +241,7 @@ class LayerCache:
         layers: Sequence[Any] = plan.layers
         keys = [self.key(la.digest, la.diff_id, la.media_type) for la in layers]
         got: dict[int, LayerIndex] = {}
-        for i, (la, key) in enumerate(zip(layers, keys)):
+        for i, (la, key) in enumerate(zip(layers, keys, strict=False)):
             li = self.get(key, ctx.spool, ctx.limits) if key is not None else None
             if li is not None:
                 # the plan's LayerRef (index, media type, history) is the one to report
@@ -254,7 +254,7 @@ class LayerCache:
                 ctx, layer_cache=None, limits=replace(ctx.limits, shadow_key=self.shadow_key)
             )
             fresh = read(replace(plan, layers=[layers[i] for i in todo]), sub_ctx)
-            for i, li in zip(todo, fresh):
+            for i, li in zip(todo, fresh, strict=False):
                 got[i] = li
                 key = keys[i]
                 if key is not None:
