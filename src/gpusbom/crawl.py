@@ -245,13 +245,13 @@ class Crawler:
 
     def _images_of(self, client: Any, repo: str, tag: str) -> list[tuple[str, str | None]]:
         """(manifest digest, platform) of the images ``repo:tag`` names."""
-        from .sources.image import INDEX_TYPES, Platform, sha256_digest
+        from .sources.image import INDEX_TYPES, OciPlatform, sha256_digest
 
         data, media_type, digest = client.get_manifest(tag)
         doc = json.loads(data)
         mt = media_type or (doc.get("mediaType") if isinstance(doc, dict) else None)
         if mt in INDEX_TYPES or (isinstance(doc, dict) and "manifests" in doc and "layers" not in doc):
-            want = Platform.parse(self.platform) if self.platform else None
+            want = OciPlatform.parse(self.platform) if self.platform else None
             out = []
             for d in doc.get("manifests") or []:
                 if not isinstance(d, dict) or not isinstance(d.get("digest"), str):
@@ -259,7 +259,7 @@ class Crawler:
                 ann = d.get("annotations") or {}
                 if isinstance(ann, dict) and ann.get("vnd.docker.reference.type"):
                     continue  # attestations
-                p = Platform.from_descriptor(d.get("platform"))
+                p = OciPlatform.from_descriptor(d.get("platform"))
                 if p is not None and p.os == "unknown":
                     continue
                 if want is not None and (p is None or not p.matches(want, exact_variant=False)):

@@ -274,7 +274,7 @@ def test_multi_platform_default_is_host(tmp_path: Path, monkeypatch: pytest.Monk
     amd = make_image()
     arm = it.build_image([[("/etc/os-release", b"ID=arm\n")]], platform="linux/arm64/v8")
     it.write_oci_layout(tmp_path / "l", [amd, arm], tag="multi")
-    import gpusbom.sources.image as image_mod
+    import gpusbom.sources.image.oci as image_mod
 
     monkeypatch.setattr(image_mod._platform, "machine", lambda: "aarch64")
     t, _ = read(f"oci:{tmp_path}/l")

@@ -137,7 +137,7 @@ def test_shared_base_layers_are_not_read_again(
     b = _layout(tmp_path / "b", [base, _tar({"usr/lib/x": b"new", "opt/b": b"b"})])
     _doc(a, tmp_path / "c")
     reads: list[int] = []
-    from gpusbom.sources import image as image_mod
+    from gpusbom.sources.image import layers as image_mod
 
     real = image_mod.read_layer
 

@@ -38,7 +38,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from .types import ContentRef, Entry, LayerIndex, Limits
+from .types import ContentRef, Entry, LayerIndex, Limits, with_layer_index
 
 FORMAT = 1
 DEFAULT_MAX_SIZE = 2 << 30
@@ -232,11 +232,13 @@ class LayerCache:
     # the hook used by sources.image.read_layers ------------------------------------------
 
     def read_layers(
-        self, plan: Any, ctx: Any, read: Callable[[Any, Any], list[LayerIndex]]
+        self, plan: Any, ctx: Any, read: Callable[[Any, Any], list[LayerIndex]],
+        finish: Callable[[LayerIndex, Any, str], LayerIndex],
     ) -> list[LayerIndex]:
         """Layers of ``plan`` from the cache where present; ``read(plan, ctx)`` for the rest
-        (with the keyed shadow hash), which are then stored."""
-        from ..sources.image import finish_layer
+        (with the keyed shadow hash), which are then stored. ``finish(li, layer_plan, where)``
+        checks a cached layer against the plan (``sources.image.finish_layer``: passed in,
+        as fsview does not depend on sources)."""
 
         layers: Sequence[Any] = plan.layers
         keys = [self.key(la.digest, la.diff_id, la.media_type) for la in layers]
@@ -245,7 +247,7 @@ class LayerCache:
             li = self.get(key, ctx.spool, ctx.limits) if key is not None else None
             if li is not None:
                 # the plan's LayerRef (index, media type, history) is the one to report
-                got[i] = finish_layer(_at_index(li, la.index), la, "layer cache")
+                got[i] = finish(_at_index(li, la.index), la, "layer cache")
         self.hits += len(got)
         todo = [i for i in range(len(layers)) if i not in got]
         self.misses += len(todo)
@@ -266,8 +268,6 @@ class LayerCache:
 def _at_index(li: LayerIndex, index: int) -> LayerIndex:
     if li.ref.index == index:
         return li
-    from ..sources.image import with_layer_index
-
     return with_layer_index(li, index)
 
 

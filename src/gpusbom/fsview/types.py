@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import enum
 import io
 import os
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, BinaryIO, Protocol
 
 from ..model import LayerRef
@@ -177,3 +178,24 @@ class Spool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def with_layer_index(li: LayerIndex, index: int) -> LayerIndex:
+    """A copy of ``li`` whose entries (and ref) say they come from layer ``index``."""
+
+    def remap(value: Any) -> Any:
+        if isinstance(value, Entry):
+            return replace(value, layer=index)
+        if isinstance(value, dict):
+            return {k: remap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [remap(v) for v in value]
+        if isinstance(value, set):
+            return set(value)
+        return value
+
+    new = copy.copy(li)
+    for f in fields(li):
+        setattr(new, f.name, remap(getattr(li, f.name)))
+    new.ref = replace(li.ref, index=index)
+    return new

@@ -1,0 +1,384 @@
+"""Reading the planned layers: each streamed once through ``fsview.layer.read_layer``,
+several at a time in threads, or in forked worker processes for fork-safe stores; then the
+scan ``Target``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import replace
+from typing import Any, BinaryIO
+
+from ...errors import DigestMismatchError
+from ...fsview.layer import read_layer
+from ...fsview.types import LayerIndex
+from ...model import LayerRef, Target
+from ..base import ReadContext
+from ..schedule import LayerSchedule, schedule_layers, usable_cpus
+from .plan import BlobStore, ImagePlan, LayerPlan
+
+
+def stream_layer(
+    raw: BinaryIO,
+    layer: LayerPlan,
+    ctx: ReadContext,
+    name: str,
+    size: int | None,
+    *,
+    total: int | None = None,
+    what: str | None = None,
+) -> LayerIndex:
+    """Stream one planned layer through ``fsview.layer.read_layer`` with the context's
+    matcher, spool, limits and progress, checking the plan's digest and diff_id. With
+    ``total``, ``ctx.progress`` hears that the layer starts (shown as ``what``) and, once
+    read, that it is done."""
+    if total is not None:
+        ctx.progress.layer_started(layer.index, total, size, what or name)
+    li = read_layer(
+        raw,
+        index=layer.index,
+        name=name,
+        matcher=ctx.matcher,
+        spool=ctx.spool,
+        limits=ctx.limits,
+        progress=ctx.progress,
+        expected_digest=layer.digest,
+        expected_diff_id=layer.diff_id,
+        size=size,
+    )
+    if total is not None:
+        ctx.progress.layer_done(layer.index)
+    return li
+
+
+# --------------------------------------------------------------------------- layers, target
+
+
+def finish_layer(li: LayerIndex, layer: LayerPlan, where: str) -> LayerIndex:
+    """Check the streamed layer against the plan and fill its LayerRef."""
+    got = li.ref.diff_id
+    if got is not None and got != layer.diff_id:
+        raise DigestMismatchError(
+            f"{where}: layer {layer.index} ({layer.path}): diff_id mismatch: expected "
+            f"{layer.diff_id}, got {got}"
+        )
+    digest = layer.digest if layer.digest != layer.diff_id else None
+    li.ref = LayerRef(
+        index=layer.index,
+        diff_id=layer.diff_id,
+        digest=digest,
+        media_type=layer.media_type,
+        size=layer.size if layer.size is not None else li.ref.size,
+        created_by=layer.created_by,
+    )
+    return li
+
+
+def layer_workers() -> int:
+    """Layers read at once. Each layer is inflated in its own thread, which releases the
+    GIL, so a second layer in flight uses a second core; ``GPUSBOM_LAYER_WORKERS`` overrides."""
+    env = os.environ.get("GPUSBOM_LAYER_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(3, os.cpu_count() or 1))
+
+
+def layer_processes(store: BlobStore, total: int) -> int:
+    """Worker processes for reading layers (0: threads in this process).
+
+    One layer's pipeline (read+hash, inflate, tar walk) is three threads under one
+    interpreter lock, so several layers in one process stop scaling at about three; in
+    processes they scale with the cores. Used for fork-safe stores on machines with 4 or more
+    cores; ``GPUSBOM_LAYER_PROCESSES`` (a number, or 0 for none) overrides."""
+    if total <= 1 or not getattr(store, "fork_safe", False) or not hasattr(os, "fork"):
+        return 0
+    env = os.environ.get("GPUSBOM_LAYER_PROCESSES", "")
+    if env.isdigit():
+        return min(int(env), total)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    return min(total, 6, max(3, cpus // 2)) if cpus >= 4 else 0
+
+
+def read_layers(
+    store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int | None = None
+) -> list[LayerIndex]:
+    """Stream every layer once: several at a time when the store allows it, largest first,
+    large gzip layers on several threads (``sources.schedule``); cached layers not at all
+    (``fsview.layercache``)."""
+    cache = getattr(ctx, "layer_cache", None)
+    if cache is not None:
+        return cache.read_layers(  # type: ignore[no-any-return]
+            plan, ctx, lambda p, c: read_layers(store, p, c, workers), finish_layer
+        )
+    total = len(plan.layers)
+    procs = layer_processes(store, total) if workers is None else 0
+    sched = schedule_layers(
+        [la.size for la in plan.layers],
+        cpus=usable_cpus(),
+        max_memory=ctx.limits.max_memory,
+        processes=procs if procs > 1 else 0,
+    )
+    if sched.processes > 1:
+        return read_layers_forked(store, plan, ctx, sched.processes, sched)
+    n = layer_workers() if workers is None else workers
+    if not store.parallel_safe or n <= 1 or total <= 1:
+        out = []
+        for i, layer in enumerate(plan.layers):
+            lctx = _with_threads(ctx, sched.threads[i])
+            li = store.read_layer(layer.path, layer, total, lctx)
+            out.append(finish_layer(li, layer, store.label))
+        return out
+    return read_layers_parallel(store, plan, ctx, n)
+
+
+def _with_threads(ctx: ReadContext, threads: int) -> ReadContext:
+    """``ctx`` with ``threads`` inflate threads granted to its layer."""
+    if threads <= 1 or ctx.limits.inflate_threads == threads:
+        return ctx
+    return replace(ctx, limits=replace(ctx.limits, inflate_threads=threads))
+
+
+class SharedSpool:
+    """A per-layer view of the scan's Spool that is safe with parallel layer readers."""
+
+    def __init__(self, spool: Any, lock: threading.Lock) -> None:
+        self._spool = spool
+        self._lock = lock
+        self._seen = 0
+        self.limits = getattr(spool, "limits", None)
+        self.dir = getattr(spool, "dir", None)
+
+    def new_path(self) -> str:
+        with self._lock:
+            return str(self._spool.new_path())
+
+    @property
+    def bytes(self) -> int:
+        with self._lock:
+            self._seen = self._spool.bytes
+            return self._seen
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:  # "spool.bytes += n" from one thread: apply the delta
+        with self._lock:
+            self._spool.bytes += value - self._seen
+            self._seen = self._spool.bytes
+
+
+class CombinedProgress:
+    """Parallel layers shown as one task (the sink shows one layer at a time)."""
+
+    def __init__(self, sink: Any, total_bytes: int | None, layers: int, label: str) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        start_all = getattr(sink, "layers_started", None)
+        if callable(start_all):
+            start_all(layers, total_bytes, label)
+        else:
+            sink.layer_started(layers - 1, layers, total_bytes, label)
+
+    def layer_started(self, index: int, total: int, size: int | None, name: str) -> None:
+        pass
+
+    def advance(self, nbytes: int) -> None:
+        with self._lock:
+            self._sink.advance(nbytes)
+
+    def layer_done(self, index: int) -> None:
+        pass
+
+    def finish(self, layers: int) -> None:
+        with self._lock:
+            self._sink.layer_done(layers - 1)
+
+
+class LayersCancelled(Exception):
+    """Raised inside a layer reader once another layer has failed."""
+
+
+def read_layers_parallel(
+    store: BlobStore, plan: ImagePlan, ctx: ReadContext, workers: int
+) -> list[LayerIndex]:
+    """Stream every layer once, ``workers`` at a time; results in order; first error wins.
+
+    Stores with a ``cancel`` event (the registry) stop their other downloads when a
+    layer fails; others finish the layers already started. Layers start largest first.
+    """
+    cache = getattr(ctx, "layer_cache", None)
+    if cache is not None:
+        return cache.read_layers(  # type: ignore[no-any-return]
+            plan, ctx, lambda p, c: read_layers_parallel(store, p, c, workers), finish_layer
+        )
+    total = len(plan.layers)
+    if total == 0:
+        return []
+    sizes = [la.size for la in plan.layers]
+    total_bytes = (
+        sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+    )
+    progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
+    lock = threading.Lock()
+    cancel: threading.Event | None = getattr(store, "cancel", None)
+    failed = threading.Event()
+
+    def one(layer: LayerPlan) -> LayerIndex:
+        if failed.is_set():
+            raise LayersCancelled()
+        lctx = ReadContext(
+            matcher=ctx.matcher,
+            spool=SharedSpool(ctx.spool, lock),  # type: ignore[arg-type]
+            limits=ctx.limits,
+            progress=progress,
+            platform=ctx.platform,
+        )
+        try:
+            li = store.read_layer(layer.path, layer, total, lctx)
+        except BaseException:
+            failed.set()
+            raise
+        return finish_layer(li, layer, store.label)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, total)), thread_name_prefix="layer")
+    by_size = sorted(range(total), key=lambda i: -(plan.layers[i].size or 0))
+    submitted = {i: pool.submit(one, plan.layers[i]) for i in by_size}
+    futures = [submitted[i] for i in range(total)]
+    try:
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for fut in futures:
+            exc = fut.exception() if fut.done() else None
+            if exc is not None and not isinstance(exc, LayersCancelled) and not getattr(
+                exc, "cancelled_by_peer", False
+            ):
+                raise exc
+        return [fut.result() for fut in futures]
+    except BaseException:
+        failed.set()
+        if cancel is not None:
+            cancel.set()
+        for fut in futures:
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        progress.finish(total)
+
+
+class _ForkSpool:
+    """The scan's Spool as seen from a layer worker process: its own file names in the same
+    private directory, and the byte budget shared through a counter in shared memory."""
+
+    def __init__(self, spool: Any, counter: Any, index: int) -> None:
+        self.dir = spool.dir
+        self.limits = getattr(spool, "limits", None)
+        self._counter = counter
+        self._index = index
+        self._n = 0
+        self._seen = 0
+
+    def new_path(self) -> str:
+        self._n += 1
+        return os.path.join(self.dir, f"l{self._index:05d}-{self._n:07d}")
+
+    @property
+    def bytes(self) -> int:
+        with self._counter.get_lock():
+            self._seen = int(self._counter.value)
+            return self._seen
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:  # "spool.bytes += n": apply the delta
+        with self._counter.get_lock():
+            self._counter.value += value - self._seen
+            self._seen = int(self._counter.value)
+
+
+_FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
+
+
+def _read_layer_in_child(i: int) -> LayerIndex:
+    from ...fsview.types import NullProgress
+
+    assert _FORK_JOB is not None  # noqa: S101 - type narrowing of an invariant
+    store, plan, ctx, counter, sched = _FORK_JOB
+    layer = plan.layers[i]
+    threads = sched.threads[i] if sched is not None else 0
+    lctx = ReadContext(
+        matcher=ctx.matcher,
+        spool=_ForkSpool(ctx.spool, counter, i),  # type: ignore[arg-type]
+        limits=replace(ctx.limits, inflate_threads=threads) if threads > 1 else ctx.limits,
+        progress=NullProgress(),
+        platform=ctx.platform,
+    )
+    li = store.read_layer(layer.path, layer, len(plan.layers), lctx)
+    return finish_layer(li, layer, store.label)
+
+
+def read_layers_forked(
+    store: BlobStore,
+    plan: ImagePlan,
+    ctx: ReadContext,
+    procs: int,
+    sched: LayerSchedule | None = None,
+) -> list[LayerIndex]:
+    """Stream every layer once, in ``procs`` forked worker processes; results in order,
+    the first error wins (the other workers are stopped). Children inherit the plan, the
+    matcher and the open store; they return the layer index (captured content in memory,
+    or in the scan's spool directory)."""
+    import multiprocessing
+
+    global _FORK_JOB
+    total = len(plan.layers)
+    sizes = [la.size for la in plan.layers]
+    total_bytes = (
+        sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+    )
+    progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
+    mp = multiprocessing.get_context("fork")
+    counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))
+    _FORK_JOB = (store, plan, ctx, counter, sched)
+    import gc
+
+    gc.freeze()  # the collector leaves inherited objects alone: fewer copied pages per worker
+    pool = mp.Pool(processes=procs)
+    try:
+        # largest first, handed out one at a time: small layers fill the gaps
+        order = sched.order if sched is not None else list(range(total))
+        got: dict[int, LayerIndex] = {}
+        for i, li in zip(order, pool.imap(_read_layer_in_child, order, chunksize=1), strict=False):
+            got[i] = li
+            size = plan.layers[i].size
+            if size:
+                progress.advance(size)
+        pool.close()
+        if hasattr(ctx.spool, "bytes"):
+            ctx.spool.bytes = int(counter.value)
+        return [got[i] for i in range(total)]
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        gc.unfreeze()
+        _FORK_JOB = None
+        progress.finish(total)
+
+
+def make_target(reference: str, scheme: str, plan: ImagePlan, layers: list[LayerIndex]) -> Target:
+    cfg = plan.config
+    return Target(
+        kind="image",
+        reference=reference,
+        source=scheme,
+        name=plan.name,
+        tags=list(plan.tags),
+        manifest_digest=plan.manifest_digest,
+        image_id=cfg.digest,
+        platform=str(cfg.platform) if cfg.platform else None,
+        env=dict(cfg.env),
+        labels=dict(cfg.labels),
+        created=cfg.created,
+        layers=[li.ref for li in layers],
+    )
