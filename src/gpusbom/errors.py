@@ -5,15 +5,24 @@ The library raises these; only ``gpusbom.cli`` turns them into exit codes::
     GpusbomError                    exit 70 unless a subclass says otherwise
     +-- UsageError                  exit 2   bad flags or combinations
     +-- InputError                  exit 3   the thing we were asked to read is missing or bad
-    |   +-- SourceNotFoundError         no source could resolve the reference
-    |   +-- ImageFormatError            not an image / garbage manifest, index or config JSON
-    |   +-- LayerError                  corrupt compression, truncated or malformed tar
-    |   +-- DigestMismatchError         a blob's sha256 differs from its descriptor
-    |   +-- UnsafeArchiveError          path traversal, hostile links, bombs, limits exceeded
+    |   +-- SourceError                 a source cannot read its target (sources/, fsview/)
+    |   |   +-- SourceNotFoundError         no source could resolve the reference
+    |   |   +-- ImageFormatError            not an image / garbage manifest, index or config
+    |   |   +-- LayerError                  corrupt compression, truncated or malformed tar
+    |   |   +-- DigestMismatchError         a blob's sha256 differs from its descriptor
+    |   |   +-- UnsafeArchiveError          path traversal, hostile links, bombs, limits
     |   +-- ConfigError                 malformed policy / config files
+    +-- ViewError                   a question a file view cannot answer (fsview/)
+    +-- CollectorError              a collector cannot read a structure (collectors/, binary/,
+    |                               probe/): recorded as an unknown of the scan, never fatal
+    +-- AdvisoryError               an advisory record or version that does not follow its
+    |                               format (advisories/); also a ValueError
+    +-- WriterError                 an output that cannot be written (writers/)
     +-- IncompleteError             exit 4   --strict and the scan recorded unknowns
 
-Every message is a single line that names the input and the problem.
+Errors of a layer that also subclass a built-in (``ValueError``, ``LookupError``) keep it, so
+code that catches the built-in still does. Every message is a single line that names the
+input and the problem.
 """
 
 from __future__ import annotations
@@ -33,28 +42,48 @@ class InputError(GpusbomError):
     exit_code = 3
 
 
-class SourceNotFoundError(InputError):
+class SourceError(InputError):
+    """A source cannot read its target."""
+
+
+class SourceNotFoundError(SourceError):
     pass
 
 
-class ImageFormatError(InputError):
+class ImageFormatError(SourceError):
     pass
 
 
-class LayerError(InputError):
+class LayerError(SourceError):
     pass
 
 
-class DigestMismatchError(InputError):
+class DigestMismatchError(SourceError):
     pass
 
 
-class UnsafeArchiveError(InputError):
+class UnsafeArchiveError(SourceError):
     pass
 
 
 class ConfigError(InputError):
     pass
+
+
+class ViewError(GpusbomError):
+    """A question a file view cannot answer."""
+
+
+class CollectorError(GpusbomError):
+    """A collector (or the binary readers and probes it uses) cannot read a structure."""
+
+
+class AdvisoryError(GpusbomError, ValueError):
+    """An advisory record, range or version that does not follow its format."""
+
+
+class WriterError(GpusbomError):
+    """An output that cannot be written."""
 
 
 class IncompleteError(GpusbomError):

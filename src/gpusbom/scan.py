@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .analyses import match_advisories
 from .collectors import CollectContext, Collector, all_collectors, load_failures
 from .collectors.base import OwnershipIndex
 from .errors import InputError, UsageError
@@ -206,19 +207,7 @@ def scan(
         target.os_release = read_os_release(fs)
         components, unknowns = run_collectors(fs, target, classes)
     relationships = link_components(components)
-    findings = []
-    db_info = None
-    timestamp = scan_timestamp()
-    if advisories:
-        from .advisories.db import describe, load_active
-        from .advisories.matcher import match
-
-        advisory_db = advisory_db or load_active()
-        findings = match(components, advisory_db)
-        db_info = describe(advisory_db, timestamp)
-    return ScanResult(
-        advisory_db=db_info,
-        findings=findings,
+    result = ScanResult(
         stacks=summarize(components),
         target=target,
         components=components,
@@ -229,20 +218,18 @@ def scan(
             version=__version__,
             collectors={c.id: c.version for c in classes},
         ),
-        timestamp=timestamp,
+        timestamp=scan_timestamp(),
     )
+    if advisories:
+        match_advisories(result, advisory_db)
+    return result
 
 
 def scan_sbom(path: str, *, advisory_db: AdvisoryDB | None = None) -> ScanResult:
     """Read an existing SBOM (CycloneDX, SPDX or gpusbom JSON; ``-`` for stdin) and match its
     components against the advisory database (``gpusbom scan --sbom``)."""
-    from .advisories.db import describe, load_active
-    from .advisories.matcher import match
     from .sbomin import load_sbom
 
     result = load_sbom(path)
-    kept = [f for f in result.findings if f.kind != "advisory"]
-    advisory_db = advisory_db or load_active()
-    result.findings = kept + match(result.components, advisory_db)
-    result.advisory_db = describe(advisory_db, result.timestamp)
+    match_advisories(result, advisory_db)
     return result

@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import AdvisoryError
 from .versions import SCHEMES, InvalidVersion, parse
 
 __all__ = [
@@ -110,10 +111,6 @@ def known_target(target: str) -> bool:
 
 STATUSES = ("verified", "partial", "unverified")
 SCORE_TYPES = ("CVSS_V3_0", "CVSS_V3_1", "CVSS_V4_0")
-
-
-class AdvisoryError(ValueError):
-    """A record that does not follow the format."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from debian.debian_support import Version as DebVersion
 from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as PepVersion
 
+from ..errors import AdvisoryError
+
 __all__ = [
     "SCHEMES",
     "InvalidVersion",
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 
-class InvalidVersion(ValueError):
+class InvalidVersion(AdvisoryError):
     """The string is not a version in that scheme."""
 
 

@@ -12,6 +12,8 @@ import io
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ..errors import CollectorError
+
 __all__ = [
     "ELF_MAGIC",
     "MAX_SECTIONS",
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 
-class BinaryFormatError(ValueError):
+class BinaryFormatError(CollectorError, ValueError):
     """A GPU binary structure is malformed, truncated or exceeds a safety cap.
 
     The only exception the decoders in :mod:`gpusbom.binary` raise for bad input (I/O errors

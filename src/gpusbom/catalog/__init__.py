@@ -56,6 +56,8 @@ from typing import Any
 
 import yaml
 
+from ..errors import GpusbomError
+
 __all__ = [
     "PACKAGE_KEYS",
     "CatalogError",
@@ -80,7 +82,7 @@ _VERSION_RULES = ("as-is", "upstream", "leading-numeric")
 _ID = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
 
-class CatalogError(ValueError):
+class CatalogError(GpusbomError, ValueError):
     """The catalog table is malformed (a packaging bug: tests load it)."""
 
 

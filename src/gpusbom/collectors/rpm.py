@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from ..errors import CollectorError
 from ..fsview.spec import PathSpec
 from ..model import Component
 from . import register
@@ -93,7 +94,7 @@ _ENTRY = struct.Struct(">iiii")
 _HEAD = struct.Struct(">ii")
 
 
-class RpmHeaderError(ValueError):
+class RpmHeaderError(CollectorError, ValueError):
     pass
 
 

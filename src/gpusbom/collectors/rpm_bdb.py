@@ -27,6 +27,8 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO
 
+from ..errors import CollectorError
+
 __all__ = ["BdbError", "read_bdb_headers"]
 
 HASH_MAGIC = 0x061561
@@ -42,7 +44,7 @@ MAX_TOTAL = 1 << 30  # all header bytes of one database together
 MIN_HEADER = 16  # il, dl and one index entry
 
 
-class BdbError(ValueError):
+class BdbError(CollectorError, ValueError):
     """The file is not a Berkeley DB hash database this reader can read."""
 
 

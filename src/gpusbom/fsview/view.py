@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-from ..errors import UnsafeArchiveError
+from ..errors import UnsafeArchiveError, ViewError
 from ..model import LayerRef
 from .spec import PathMatcher, glob_to_regex
 from .types import ContentRef, Entry, EntryKind, Limits, Spool
@@ -50,7 +50,7 @@ def _glob_rx(pattern: str) -> re.Pattern[str]:
     return re.compile("^" + glob_to_regex(pattern) + "$")
 
 
-class NotCapturedError(LookupError):
+class NotCapturedError(ViewError, LookupError):
     """The file exists but its content was not kept (no spec matched it, or it was too large)."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from ..analyses import match_advisories
 from ..fsview.types import Limits, NullProgress, ProgressSink, Spool
 from ..model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
 from . import consistency, discover, nvml
@@ -73,8 +74,10 @@ def scan_host_full(
     analyze_binaries: bool = False,
     while_open: Callable[[HostScan], None] | None = None,
     advisory_db: Any = None,
+    advisories: bool = True,
 ) -> HostScan:
-    """The host scan; ``while_open`` sees it while captured file content is still readable."""
+    """The host scan; ``while_open`` sees it while captured file content is still readable.
+    ``advisories=False``: no advisory matching (``host-snapshot`` only reads the files)."""
     from ..collectors.osrelease import read_os_release
     from ..scan import build_matcher, run_collectors, select_collectors
 
@@ -96,15 +99,17 @@ def scan_host_full(
         target.os_release = read_os_release(view)
         components, unknowns = run_collectors(view, target, classes)
         host_comps, facts = discover.discover(hroot, nvml_data)
-        hs = _finish(components, unknowns, host_comps, facts, classes, target, hroot, view,
-                     nvml_data, nvml_why)
-        _match_advisories(hs.result, advisory_db)
+        hs = _finish(components=components, unknowns=unknowns, host_comps=host_comps,
+                     facts=facts, classes=classes, target=target, hroot=hroot, view=view,
+                     nvml_data=nvml_data, nvml_why=nvml_why)
+        if advisories:
+            match_advisories(hs.result, advisory_db)
         if while_open is not None:
             while_open(hs)
     return hs
 
 
-def _finish(components: list[Component], unknowns: list[Unknown], host_comps: list[Component],
+def _finish(*, components: list[Component], unknowns: list[Unknown], host_comps: list[Component],
             facts: discover.HostFacts, classes: Any, target: Target, hroot: HostRoot, view: Any,
             nvml_data: dict[str, Any] | None, nvml_why: str | None) -> HostScan:
     from ..scan import link_components, scan_timestamp
@@ -145,16 +150,6 @@ def _finish(components: list[Component], unknowns: list[Unknown], host_comps: li
         findings=findings,
     )
     return HostScan(result=result, root=hroot, view=view, nvml=nvml_data)
-
-
-def _match_advisories(result: ScanResult, db: Any) -> None:
-    """Advisory findings for the host's components (drivers, toolkits, packages)."""
-    from ..advisories.db import describe, load_active
-    from ..advisories.matcher import match
-
-    db = db or load_active()
-    result.findings = list(result.findings) + match(result.components, db)
-    result.advisory_db = describe(db, result.timestamp)
 
 
 def scan_host(root: str = "/", **kwargs: Any) -> ScanResult:

@@ -174,7 +174,7 @@ def snapshot_host(
         holder["hs"] = hs
         _capture(hs, w)
 
-    scan_host_full(root, paths=paths, use_nvml=use_nvml, while_open=keep)
+    scan_host_full(root, paths=paths, use_nvml=use_nvml, while_open=keep, advisories=False)
     hs = holder["hs"]
     meta = os.path.join(out, SNAPSHOT_DIR)
     os.makedirs(meta, exist_ok=True)

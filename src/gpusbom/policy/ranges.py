@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..advisories.versions import InvalidVersion, parse
+from ..errors import GpusbomError
 
 __all__ = ["RangeError", "VersionRange", "check_version", "compare", "scheme_for"]
 
@@ -23,7 +24,7 @@ _FALLBACK = ("generic", "pep440")
 _ECOSYSTEM_SCHEME = {"pypi": "pep440", "deb": "deb", "rpm": "rpm", "conda": "pep440"}
 
 
-class RangeError(ValueError):
+class RangeError(GpusbomError, ValueError):
     """A range or version that does not parse (config), or cannot be compared (data)."""
 
 

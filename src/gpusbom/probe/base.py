@@ -19,12 +19,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..errors import CollectorError
 from .kernel import KernelSet
 
 _REGISTRY: dict[str, type[Backend]] = {}
 
 
-class ProbeSkipped(Exception):
+class ProbeSkipped(CollectorError):
     """Nothing to probe here: no runtime, no driver, no device, no permission."""
 
     def __init__(self, reason: str) -> None:
@@ -32,7 +33,7 @@ class ProbeSkipped(Exception):
         self.reason = reason
 
 
-class ProbeError(Exception):
+class ProbeError(CollectorError):
     """The runtime reported an error: its code and name (e.g. ``CL_DEVICE_NOT_AVAILABLE``)."""
 
     def __init__(self, code: int | None, name: str | None, message: str = "") -> None:

@@ -25,6 +25,8 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from ..errors import SourceError
+
 __all__ = ["Bolt", "BoltError", "Bucket"]
 
 MAGIC = 0xED0CDAED
@@ -37,7 +39,7 @@ MAX_DEPTH = 64  # B+tree depth within one bucket
 MAX_NESTING = 16  # buckets within buckets
 
 
-class BoltError(ValueError):
+class BoltError(SourceError, ValueError):
     """The file is not a bbolt database this reader can read, or it is damaged."""
 
 

@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, BinaryIO
 
-from ...errors import DigestMismatchError
+from ...errors import DigestMismatchError, GpusbomError
 from ...fsview.layer import read_layer
 from ...fsview.types import LayerIndex
 from ...model import LayerRef, Target
@@ -195,7 +195,7 @@ class CombinedProgress:
             self._sink.layer_done(layers - 1)
 
 
-class LayersCancelled(Exception):
+class LayersCancelled(GpusbomError):
     """Raised inside a layer reader once another layer has failed."""
 
 
