@@ -573,13 +573,47 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _print_version(ctx: Any, _param: Any, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        print(f"gpusbom {__version__}")
+        ctx.exit(0)
+
+
+def _accept_quiet(cmd: Any) -> None:
+    """``-q`` on every command: those that show no progress or summary accept it too."""
+    from typer.core import TyperOption  # typer's own click (vendored): its option class
+
+    subs = getattr(cmd, "commands", None)
+    if subs is not None:  # a group
+        for sub in subs.values():
+            _accept_quiet(sub)
+    elif not any("-q" in getattr(p, "opts", ()) for p in cmd.params):
+        cmd.params.append(TyperOption(
+            param_decls=["-q", "--quiet"], is_flag=True, expose_value=False,
+            help="Accepted by every command; this one shows no progress to silence."))
+
+
+def command() -> Any:
+    """The command tree as click runs it, with what every command accepts added in one
+    place: ``-h``/``--help``, ``-q``/``--quiet``, and ``gpusbom --version``."""
+    from typer.core import TyperOption
+
+    cmd = typer.main.get_command(app)
+    cmd.context_settings["help_option_names"] = ["-h", "--help"]  # inherited by subcommands
+    cmd.params.append(TyperOption(
+        param_decls=["--version"], is_flag=True, expose_value=False, is_eager=True,
+        callback=_print_version, help="Print the gpusbom version and exit."))
+    _accept_quiet(cmd)
+    return cmd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising."""
     from .._alloc import tune_allocator
 
     tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)
     try:
-        rv = app(args=argv, standalone_mode=False)
+        rv = command()(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:  # pragma: no cover - click internals
