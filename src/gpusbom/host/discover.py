@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from packageurl import PackageURL
+
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from .root import HostRoot
 
@@ -50,6 +52,11 @@ class HostFacts:
     modules: dict[str, Component] = field(default_factory=dict)  # module name -> component
     links: list[tuple[Component, Component]] = field(default_factory=list)  # a depends-on b
     notes: list[str] = field(default_factory=list)  # degraded-mode reasons
+
+
+def _purl(vendor: str, name: str, version: str) -> str:
+    """``pkg:generic/VENDOR/NAME@VERSION``, built (and escaped) by packageurl-python."""
+    return str(PackageURL(type="generic", namespace=vendor, name=name, version=version))
 
 
 def _ev(path: str | None, detail: str | None = None, method: str = "device") -> Evidence:
@@ -125,7 +132,7 @@ def kernel_modules(root: HostRoot, facts: HostFacts) -> list[Component]:
             name=name.replace("_", "-"),
             version=version,
             type=ComponentType.DEVICE_DRIVER,
-            purl=f"pkg:generic/{vendor}/{name.replace('_', '-')}-kernel-module@{version}" if version else None,
+            purl=_purl(vendor, f"{name.replace('_', '-')}-kernel-module", version) if version else None,
             supplier={"nvidia": "NVIDIA Corporation", "amd": "Advanced Micro Devices, Inc.",
                       "intel": "Intel Corporation"}.get(vendor),
             description=f"Linux kernel module {name}",
@@ -156,7 +163,7 @@ def _firmware(name: str, version: str, vendor: str, supplier: str, ev: Evidence,
         name=name,
         version=version,
         type=ComponentType.FIRMWARE,
-        purl=f"pkg:generic/{vendor}/{name}@{version}",
+        purl=_purl(vendor, name, version),
         supplier=supplier,
         properties={"pci:address": address, "product": product, "location": f"{PCI}/{address}"},
         evidence=[ev],
@@ -349,7 +356,7 @@ def kernel_component(root: HostRoot) -> Component | None:
         return None
     return Component(
         name="linux-kernel", version=rel, type=ComponentType.OPERATING_SYSTEM,
-        purl=f"pkg:generic/linux/linux-kernel@{rel}",
+        purl=_purl("linux", "linux-kernel", rel),
         properties={"location": "/proc/sys/kernel/osrelease"},
         evidence=[_ev("/proc/sys/kernel/osrelease", rel, "version-file")],
         ecosystem="kernel",
