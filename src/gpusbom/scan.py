@@ -20,6 +20,7 @@ from .errors import InputError, UsageError
 from .fsview.spec import PathMatcher, PathSpec
 from .fsview.types import EntryKind, Limits, NullProgress, ProgressSink, Spool
 from .model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+from .safetext import redact_env, sanitize_result
 from .stack import summarize
 
 if TYPE_CHECKING:
@@ -162,12 +163,14 @@ def scan(
     advisory_db: AdvisoryDB | None = None,
     cache: bool | None = None,
     cache_max_size: int | None = None,
+    keep_env_secrets: bool = False,
 ) -> ScanResult:
     """Scan an image reference (or ``dir:PATH``) and return the model.
 
     ``registry``: credentials and insecure hosts for registry pulls.
     ``cache``: keep and reuse per-layer results (``fsview.layercache``); None: on unless
     ``GPUSBOM_NO_CACHE`` is set. ``cache_max_size``: bytes the cache file may hold.
+    ``keep_env_secrets``: keep image env values whose names look secret (redacted by default).
     """
     from .collectors.osrelease import read_os_release
     from .fsview import layercache
@@ -206,6 +209,11 @@ def scan(
         target = read.target
         target.os_release = read_os_release(fs)
         components, unknowns = run_collectors(fs, target, classes)
+    # collectors have read the env; what looks secret is not written anywhere
+    if not keep_env_secrets:
+        target.env = redact_env(target.env)
+    # image text (non-UTF-8 names, NUL, controls) escaped once, before refs are hashed
+    sanitize_result((components, unknowns, target))
     relationships = link_components(components)
     result = ScanResult(
         stacks=summarize(components),

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AdvisoryError
+from ..safetext import loads_json
 from .versions import SCHEMES, InvalidVersion, parse
 
 __all__ = [
@@ -335,7 +336,7 @@ def load_directory(path: str | Path) -> AdvisoryDB:
         if f.name == "schema.json":
             continue
         try:
-            recs.append(json.loads(f.read_text(encoding="utf-8")))
+            recs.append(loads_json(f.read_text(encoding="utf-8")))
         except json.JSONDecodeError as exc:
             raise AdvisoryError(f"{f}: {exc}") from None
     return load_records(recs, source=str(p))
@@ -357,7 +358,7 @@ BUNDLE_SCHEMA = "gpusbom/advisories/1"
 def load_bundle_text(text: str, *, source: str) -> AdvisoryDB:
     """A bundle (JSON text) -> validated database; ``AdvisoryError`` when it is not one."""
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise AdvisoryError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != BUNDLE_SCHEMA:

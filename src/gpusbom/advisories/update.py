@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError
+from ..safetext import loads_json
 from .db import (
     AdvisoryDB,
     AdvisoryError,
@@ -221,7 +222,7 @@ def _verified(fetch: _Fetcher, url: str) -> bytes:
 
 def _json(data: bytes, url: str) -> Any:
     try:
-        return json.loads(data)
+        return loads_json(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UpdateError(f"{url}: invalid data: not JSON ({_short(exc)})") from None
 

@@ -41,6 +41,7 @@ from typing import Any
 from ..errors import InputError
 from ..identity import target_identity
 from ..model import Component, Finding, ScanResult
+from ..safetext import loads_json
 
 __all__ = ["VexStatement", "apply_vex", "cyclonedx_justification", "read_vex"]
 
@@ -121,7 +122,7 @@ def read_vex(path: str) -> list[VexStatement]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read VEX file: {exc}") from None
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: VEX file is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):

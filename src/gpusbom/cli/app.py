@@ -119,6 +119,22 @@ def scan(
             help="HOST or HOST:PORT to reach over plain HTTP or unverified TLS; repeatable.",
         ),
     ] = None,
+    max_file_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-file-size",
+            help="Largest file a collector reads, package databases included (bytes, or with "
+            "K, M, G; default 2G). Larger files become an unknown that says what to pass.",
+        ),
+    ] = None,
+    keep_env_secrets: Annotated[
+        bool,
+        typer.Option(
+            "--keep-env-secrets",
+            help="Keep image environment values whose names look secret (*_TOKEN, "
+            "*_PASSWORD, AWS_SECRET_*, ...) in SBOM properties; they are redacted by default.",
+        ),
+    ] = False,
     verify_diff_ids: Annotated[
         bool,
         typer.Option(
@@ -236,6 +252,7 @@ def scan(
         raise typer.Exit(_fail(exc, debug)) from None
     try:
         memory, cache_size = _size(max_memory, "--max-memory"), _size(cache_max_size, "--cache-max-size")
+        file_cap = None if max_file_size is None else _size(max_file_size, "--max-file-size")
     except UsageError as exc:
         raise typer.Exit(_fail(exc, debug)) from None
     scan_kwargs = {
@@ -243,9 +260,10 @@ def scan(
         "platform": platform,
         "collectors": collector,
         "registry": registry,
-        "limits": _limits(verify_diff_ids, memory),
+        "limits": _limits(verify_diff_ids, memory, file_cap),
         "cache": False if no_cache else None,
         "cache_max_size": cache_size,
+        "keep_env_secrets": keep_env_secrets,
     }
     if host or root or paths:
         if target or image:
@@ -295,10 +313,16 @@ def _same_machine(root: str) -> bool:
     return bool(mine) and mine == theirs
 
 
-def _limits(verify_diff_ids: bool, max_memory: int = 1 << 30) -> Any:
+def _limits(verify_diff_ids: bool, max_memory: int = 1 << 30,
+            max_file_bytes: int | None = None) -> Any:
     from ..fsview.types import Limits  # not imported for commands that read no image
 
-    return Limits(verify_diff_ids=verify_diff_ids, max_memory=max_memory)
+    if max_file_bytes is None:
+        return Limits(verify_diff_ids=verify_diff_ids, max_memory=max_memory)
+    # the temp-file budget must be able to hold such a file (and a layer's older copy)
+    spool = max(Limits.max_spool_bytes, 2 * max_file_bytes)
+    return Limits(verify_diff_ids=verify_diff_ids, max_memory=max_memory,
+                  max_file_bytes=max_file_bytes, max_spool_bytes=spool)
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

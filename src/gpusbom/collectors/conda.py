@@ -22,6 +22,7 @@ from packageurl import PackageURL
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
+from ..safetext import loads_json
 from . import register
 from .base import CollectContext, Collector
 
@@ -105,7 +106,7 @@ def _s(v: Any) -> str | None:
 def parse_conda_meta(data: bytes | str) -> CondaPackage:
     """Parse one conda-meta record. Raises ValueError when it is not one."""
     try:
-        rec = json.loads(data)
+        rec = loads_json(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"not JSON: {e}") from e
     if not isinstance(rec, dict):

@@ -34,7 +34,6 @@ Guards: link stubs (``*/stubs/*``) and NVIDIA files bundled in OpenAI Triton
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -43,6 +42,7 @@ from packaging.utils import canonicalize_name
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
+from ..safetext import loads_json
 from . import register
 from ._classify import hits as classifier_hits
 from ._classify import is_executable_path
@@ -484,7 +484,7 @@ class CudaCollector(Collector):
             if len(parts) != 3 or parts[0] not in CONDA_PRODUCTS:
                 continue
             try:
-                rec = json.loads(fs.read_bytes(path))
+                rec = loads_json(fs.read_bytes(path))
                 name, version = str(rec["name"]), str(rec["version"])
             except Exception as e:  # noqa: BLE001
                 ctx.unknown(f"cannot read conda record: {e}", path)
@@ -610,7 +610,7 @@ class CudaCollector(Collector):
         if not ctx.fs.is_file(path):
             return None
         try:
-            data = json.loads(ctx.fs.read_bytes(path))
+            data = loads_json(ctx.fs.read_bytes(path))
         except Exception as e:  # noqa: BLE001
             ctx.unknown(f"cannot read CUDA version.json: {e}", path)
             return None

@@ -15,15 +15,17 @@ is used there.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from debian import deb822
 
 from ..fsview.spec import PathSpec
 from ..fsview.types import ContentRef
+from ..fsview.view import NotCapturedError
 from ..model import Component
 from . import register
 from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
@@ -107,20 +109,27 @@ def _decode(data: bytes | str) -> str:
     return data if isinstance(data, str) else data.decode("utf-8", errors="replace")
 
 
+def _lines(data: bytes | str | BinaryIO) -> Iterable[str]:
+    if isinstance(data, (bytes, str)):
+        return _decode(data).splitlines(True)
+    # a file: read line by line, so a status file of hundreds of MB is never held whole
+    return io.TextIOWrapper(data, encoding="utf-8", errors="replace", newline="")
+
+
 def parse_dpkg_status(
-    data: bytes | str, *, require_installed: bool = True
+    data: bytes | str | BinaryIO, *, require_installed: bool = True
 ) -> tuple[list[DebPackage], list[str]]:
-    """Parse a dpkg status file (or a distroless status.d file).
+    """Parse a dpkg status file (or a distroless status.d file): its bytes, text, or a
+    binary file object (streamed).
 
     Returns the packages whose files are on disk and a list of problems
     (stanzas that name a package but lack a version). With
     ``require_installed=False`` (status.d) a stanza without Status counts as
     installed.
     """
-    text = _decode(data)
     pkgs: list[DebPackage] = []
     problems: list[str] = []
-    for para in deb822.Deb822.iter_paragraphs(text.splitlines(True), use_apt_pkg=False):
+    for para in deb822.Deb822.iter_paragraphs(_lines(data), use_apt_pkg=False):
         name = (para.get("Package") or "").strip()
         if not name:
             continue
@@ -186,7 +195,7 @@ def parse_dpkg_md5sums(data: bytes | str) -> list[str]:
     return out
 
 
-def installed_versions(data: bytes | str) -> dict[tuple[str, str], str]:
+def installed_versions(data: bytes | str | BinaryIO) -> dict[tuple[str, str], str]:
     """(name, arch) -> version of the installed packages in a status file."""
     pkgs, _ = parse_dpkg_status(data)
     return {p.key: p.version for p in pkgs}
@@ -262,8 +271,11 @@ class DpkgCollector(Collector):
 
         if fs.exists(STATUS):
             try:
-                data = fs.read_bytes(STATUS)
-                pkgs, problems = parse_dpkg_status(data)
+                with fs.open(STATUS) as f:
+                    pkgs, problems = parse_dpkg_status(f)
+            except NotCapturedError as e:
+                ctx.unknown(str(e), STATUS)
+                pkgs, problems = [], []
             except Exception as e:  # noqa: BLE001
                 ctx.unknown(f"cannot read dpkg status: {e}", STATUS)
             else:
@@ -275,7 +287,10 @@ class DpkgCollector(Collector):
 
                 def versions_of(c: ContentRef) -> dict[tuple[str, str], str]:
                     # the newest snapshot is the file already parsed above: don't parse it twice
-                    return final_versions if c is final_ref else installed_versions(c.read())
+                    if c is final_ref:
+                        return final_versions
+                    with c.open() as f:
+                        return installed_versions(f)
 
                 snaps = history_snapshots(fs, STATUS, versions_of)
                 intro = attribute_layers(snaps, final_versions)

@@ -29,7 +29,6 @@ observation into the wheel's ``pkg:pypi`` component.
 from __future__ import annotations
 
 import ast
-import json
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -37,6 +36,7 @@ from typing import Any
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from ..safetext import loads_json
 from . import register
 from ._libs import LIBRARY_PATHS, generic_purl
 from .base import CollectContext, Collector
@@ -380,7 +380,7 @@ class FrameworksCollector(Collector):
         text = self._read(ctx, wj)
         if text:
             try:
-                doc = json.loads(text)
+                doc = loads_json(text)
             except ValueError:
                 doc = None
             if isinstance(doc, dict):

@@ -24,13 +24,13 @@ library carries (Mesa: ``Mesa 22.3.6``), the NVIDIA file-name version
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
+from ..safetext import loads_json
 from . import register
 from ._libs import (
     LIBRARY_PATHS,
@@ -99,7 +99,7 @@ def _driver_for(lib: str) -> _Driver:
 def parse_manifest(text: str) -> tuple[str, str | None, str | None]:
     """(library_path, api_version, file_format_version) of an ICD manifest; ValueError when it
     is not one."""
-    doc = json.loads(text)
+    doc = loads_json(text)
     if not isinstance(doc, dict) or not isinstance(doc.get("ICD"), dict):
         raise ValueError("no ICD object")  # noqa: TRY004 - callers catch ValueError
     icd = doc["ICD"]

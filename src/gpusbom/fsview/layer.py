@@ -235,6 +235,7 @@ def index_members(
     shash = _shadow_hash(limits)
     max_kept = limits.max_kept_records
     max_mem = limits.max_memory_content
+    max_file = limits.max_file_bytes
     match = matcher.match if matcher else None
     # the matcher's combined regex rejects most paths without a Python-level call
     rx = getattr(matcher, "_rx", None)
@@ -268,19 +269,20 @@ def index_members(
             analysis: dict[str, Any] | None = None
             fsize = m.size
             factories = spec.stream
+            cap = spec.max_size if spec.max_size < max_file else max_file
             if factories is not None and not m.sparse:
                 # a stream analyzer sees every byte once, captured or not
                 an = Analyzers(spec.analyzers)
-                if fsize <= spec.max_size and fsize <= max_mem:
+                if fsize <= cap and fsize <= max_mem:
                     data = m.read(fsize)
                     content = ContentRef(data=data)
                     an.feed(data)
-                elif fsize <= spec.max_size:
+                elif fsize <= cap:
                     content = _spool_file(m, fsize, spool, limits, an)
                 else:
                     _analyze_member(m, fsize, an)
                 analysis = an.close()
-            elif not m.sparse and fsize <= spec.max_size:
+            elif not m.sparse and fsize <= cap:
                 content = ContentRef(data=m.read(fsize)) if fsize <= max_mem else _spool_file(m, fsize, spool, limits)
             entry = Entry(
                 path=path,
@@ -307,7 +309,7 @@ def index_members(
                 tgt = entries.get(target)
             content = tgt.content if tgt is not None and tgt.kind is _FILE else None
             fsize = tgt.size if tgt is not None and tgt.kind is _FILE else m.size
-            if content is not None and spec is not None and fsize > spec.max_size:
+            if content is not None and spec is not None and fsize > min(spec.max_size, max_file):
                 content = None
             entry = Entry(
                 path=path,

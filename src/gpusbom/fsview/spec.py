@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 AnalyzerFactory = Callable[[], "StreamAnalyzer"]
 
-DEFAULT_MAX_SIZE = 64 * 1024 * 1024
+DEFAULT_MAX_SIZE = 1 << 62
+"""A spec without its own ``max_size`` keeps files up to ``Limits.max_file_bytes``."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class PathSpec:
     ``history``: keep the version of the file from every layer that wrote it,
     not only the final one (package databases use it to find the layer that
     introduced a package).
-    ``max_size``: larger files are recorded, but their content is not kept.
+    ``max_size``: larger files are recorded, but their content is not kept (the smaller of
+    this and ``Limits.max_file_bytes`` applies; leave it unset for package databases).
     ``stream``: a factory (or a tuple of factories) of ``StreamAnalyzer``: each matched
     regular file's data is fed to a fresh analyzer as the layer streams, whatever its size
     (``max_size=0`` analyzes without keeping anything); results land in ``Entry.analysis``.

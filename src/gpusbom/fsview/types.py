@@ -43,6 +43,9 @@ class Limits:
     max_entries_per_layer: int = 2_000_000
     max_kept_records: int = 3_000_000  # dirs, links and matched files over all layers
     max_memory_content: int = 1 << 20  # a captured file larger than this goes to a temp file
+    # no collector keeps a file larger than this (package databases included: real ones are
+    # tens of MB, an rpmdb a few hundred); ``gpusbom scan --max-file-size`` raises it
+    max_file_bytes: int = 2 << 30
     max_spool_bytes: int = 4 << 30  # total bytes of captured content in temp files
     max_layer_uncompressed: int = 128 << 30
     max_compression_ratio: int = 1000  # checked once more than 1 GiB was decompressed

@@ -217,9 +217,19 @@ class FsView:
         if e.kind is _DIR:
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         if e.content is None:
-            why = "larger than the spec's max_size" if e.matched else "no path spec matched it"
-            raise NotCapturedError(f"{path}: content not captured ({why})")
+            raise NotCapturedError(f"{path}: content not captured ({self._why_not(e)})")
         return e.content
+
+    def _why_not(self, e: Entry) -> str:
+        if not e.matched:
+            return "no path spec matched it"
+        cap = self.limits.max_file_bytes
+        if e.size > cap:
+            need = -(-e.size // (1 << 20))  # MiB, rounded up
+            return (f"{e.size} bytes, larger than the {cap >> 20} MiB bound on a file gpusbom "
+                    f"reads: pass --max-file-size {need}M or more to read it")
+        return (f"{e.size} bytes: more than the collector reads from such a file, or the "
+                f"{self.limits.max_spool_bytes >> 20} MiB budget for captured content was spent")
 
     def read_bytes(self, path: str) -> bytes:
         return self._content(path).read()
@@ -488,7 +498,8 @@ class _DirWalker:
                         spec = match(p)
                         if spec is None:
                             continue
-                        self._capture(dfd, name, p, spec.max_size, spec.history, spec.analyzers)
+                        cap = min(spec.max_size, self.limits.max_file_bytes)
+                        self._capture(dfd, name, p, cap, spec.history, spec.analyzers)
                     elif d.is_dir(follow_symlinks=False):
                         p = prefix + name
                         st = d.stat(follow_symlinks=False)

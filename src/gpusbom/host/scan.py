@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform as _platform
 from collections.abc import Callable, Sequence
@@ -13,6 +12,7 @@ from .. import __version__
 from ..analyses import match_advisories
 from ..fsview.types import Limits, NullProgress, ProgressSink, Spool
 from ..model import Component, Relationship, ScanResult, Target, ToolInfo, Unknown
+from ..safetext import loads_json
 from . import consistency, discover, nvml
 from .root import SNAPSHOT_DIR, HostRoot
 from .walk import host_view
@@ -32,7 +32,7 @@ def _load_nvml(root: HostRoot, use_nvml: bool) -> tuple[dict[str, Any] | None, s
     recorded = root.snapshot_file("nvml.json")
     if os.path.isfile(recorded):
         with open(recorded, encoding="utf-8") as f:
-            data: dict[str, Any] = json.load(f)
+            data: dict[str, Any] = loads_json(f.read())
         return data, None
     if not root.live:
         return None, "NVML not queried: a mounted root's GPUs are not this machine's (no nvml.json)"
@@ -46,7 +46,7 @@ def _host_target(root: HostRoot, reference: str) -> Target:
     meta = root.snapshot_file("host.json")
     if os.path.isfile(meta):
         with open(meta, encoding="utf-8") as f:
-            info = json.load(f)
+            info = loads_json(f.read())
     machine = info.get("machine") or (_platform.machine() if root.live else None)
     hostname = root.read_value("/proc/sys/kernel/hostname") or info.get("hostname")
     from ..identity import machine_id_hash
@@ -112,10 +112,13 @@ def scan_host_full(
 def _finish(*, components: list[Component], unknowns: list[Unknown], host_comps: list[Component],
             facts: discover.HostFacts, classes: Any, target: Target, hroot: HostRoot, view: Any,
             nvml_data: dict[str, Any] | None, nvml_why: str | None) -> HostScan:
+    from ..safetext import sanitize_result
     from ..scan import link_components, scan_timestamp
     from ..stack import summarize
 
     components.extend(host_comps)
+    # host file names need not be UTF-8: escaped once, before refs are hashed
+    sanitize_result((components, target))
     relationships = link_components(components)
     rels = {(r.source, r.type, r.target) for r in relationships}
     # user-space driver libraries depend on the kernel module
@@ -138,6 +141,7 @@ def _finish(*, components: list[Component], unknowns: list[Unknown], host_comps:
         unknowns.append(Unknown("host", "skipped: permission denied (needs root)", p))
     for note in facts.notes:
         unknowns.append(Unknown("host", note))
+    sanitize_result(unknowns)
     result = ScanResult(
         stacks=summarize(components),
         target=target,

@@ -134,6 +134,10 @@ class Parts:
 def finish(parts: Parts) -> ScanResult:
     """Unique, stable bom-refs (the SBOM's where usable), sorted components, relationships
     between known components, the stack summary."""
+    from ..safetext import sanitize_result
+
+    # lone surrogates ("\udce9") and NUL are legal in JSON text, not in our outputs
+    sanitize_result((parts.components, parts.unknowns, parts.target))
     taken: set[str] = set()
     for c in sorted(parts.components, key=_sort_key):
         ref = c.bom_ref

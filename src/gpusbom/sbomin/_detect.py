@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import ScanResult
+from ..safetext import loads_json
 from ._read import display_name, read_input
 
 #: CycloneDX versions read (JSON exists from 1.2; XML from 1.0)
@@ -36,7 +37,7 @@ def _text(data: bytes, name: str) -> str:
 
 def _json(text: str, name: str) -> Any:
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{name}: malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"

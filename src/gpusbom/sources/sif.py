@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import re
 import shlex
@@ -42,6 +41,7 @@ from ..fsview.layer import Member, index_members, shadow_salt
 from ..fsview.squashfs import SquashfsImage, SquashfsMember
 from ..fsview.types import EntryKind, LayerIndex
 from ..model import LayerRef, Target
+from ..safetext import loads_json
 from .base import ReadContext, Source, SourceResult
 
 HEADER = struct.Struct("<32s10s3s3s16sqqqqqqqq")
@@ -341,7 +341,7 @@ class SifSource(Source):
 
 def _json_labels(data: bytes) -> dict[str, str]:
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return {}
     if not isinstance(doc, dict):

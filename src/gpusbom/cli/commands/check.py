@@ -7,13 +7,13 @@ verdict is ``runs``); 1 some verdict is ``will-fail`` (a predicted failure, like
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ...safetext import loads_json
 from ..app import app
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _load_file(path: str, kind: str) -> ScanResult:
     if kind == "gpusbom":
         try:
             with open(path, encoding="utf-8") as f:
-                return ScanResult.from_dict(json.load(f))
+                return ScanResult.from_dict(loads_json(f.read()))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{path}: not a gpusbom scan: {exc}") from exc
     try:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ...safetext import loads_json
 from .._common import EXIT_OK, EXIT_POLICY
 from .._common import fail as _fail
 from ..app import app
@@ -101,7 +102,7 @@ def _read_input(path: str) -> Any:
             raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     doc: Any = None
     with contextlib.suppress(ValueError, UnicodeDecodeError):
-        doc = json.loads(data)
+        doc = loads_json(data)
     if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("gpusbom/scan/"):
         try:
             return ScanResult.from_dict(doc)

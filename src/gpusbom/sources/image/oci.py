@@ -6,13 +6,13 @@ target).
 from __future__ import annotations
 
 import hashlib
-import json
 import platform as _platform
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DigestMismatchError, ImageFormatError, SourceNotFoundError
+from ...safetext import loads_json
 from ..base import ReadContext
 
 #: manifest.json, index.json, image manifests and configs larger than this are refused
@@ -87,7 +87,7 @@ def verify(data: bytes, digest: str, where: str) -> None:
 
 def parse_json(data: bytes, where: str) -> Any:
     try:
-        return json.loads(data.decode("utf-8"))
+        return loads_json(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ImageFormatError(f"{where} is not valid JSON: {msg}") from None

@@ -5,7 +5,6 @@ tokens), TLS settings per host, retries with backoff on 429 / 5xx and dropped co
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import re
@@ -21,6 +20,7 @@ from ...errors import (
     InputError,
     SourceNotFoundError,
 )
+from ...safetext import loads_json
 from ..image import (
     MAX_JSON_BYTES,
     sha256_digest,
@@ -326,7 +326,7 @@ class RegistryClient:
         """``: CODE: message`` from a registry error body (small, secrets scrubbed)."""
         try:
             body = resp.raw.read(64 << 10, decode_content=True) if resp.raw is not None else b""
-            doc = json.loads(body.decode("utf-8")) if body else None
+            doc = loads_json(body.decode("utf-8")) if body else None
         except Exception:  # noqa: BLE001 - best effort
             doc = None
         finally:
@@ -432,7 +432,7 @@ class RegistryClient:
                     f"{self.label}: the token service {realm_host} answered HTTP {status}{detail}"
                 )
             try:
-                doc = resp.json()
+                doc = loads_json(resp.content)
             except ValueError:
                 doc = None
             finally:
@@ -526,7 +526,7 @@ class RegistryClient:
                     f"{self.label}: repository {repo!r} not found (no tag {reference!r} either)"
                 )
             if resp.status_code == 200:
-                doc = resp.json()
+                doc = loads_json(resp.content)
                 tags = doc.get("tags") if isinstance(doc, dict) else None
                 if isinstance(tags, list) and tags:
                     shown = ", ".join(str(t) for t in tags[:10]) + (

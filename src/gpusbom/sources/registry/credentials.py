@@ -6,7 +6,6 @@ Secrets never appear in messages or logs.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import re
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import (
     UsageError,
 )
+from ...safetext import loads_json
 from ..image import (
     MAX_JSON_BYTES,
 )
@@ -136,7 +136,7 @@ def run_credential_helper(name: str, server: str, secrets: list[str]) -> Credent
             f"{scrub(shown, secrets)}"
         )
     try:
-        doc = json.loads(proc.stdout.decode("utf-8"))
+        doc = loads_json(proc.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise RegistryError(
             f"docker-credential-{name} returned something that is not JSON for {server}"
@@ -168,7 +168,7 @@ def load_credentials(registry: str, opts: RegistryOptions) -> Credentials | None
         log.debug("cannot read %s: %s", path, e.strerror)
         return None
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise RegistryError(f"{path} is not valid JSON") from None
     if not isinstance(doc, dict):
