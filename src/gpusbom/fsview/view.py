@@ -228,7 +228,7 @@ class FsView:
             need = -(-e.size // (1 << 20))  # MiB, rounded up
             return (f"{e.size} bytes, larger than the {cap >> 20} MiB bound on a file gpusbom "
                     f"reads: pass --max-file-size {need}M or more to read it")
-        return (f"{e.size} bytes: more than the collector reads from such a file, or the "
+        return (f"{e.size} bytes: larger than the collector reads from such a file, or the "
                 f"{self.limits.max_spool_bytes >> 20} MiB budget for captured content was spent")
 
     def read_bytes(self, path: str) -> bytes:
