@@ -232,6 +232,7 @@ def _json(data: bytes, url: str) -> Any:
 
 def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from .importers import MalformedDocumentError
     from .importers.csaf import import_csaf
 
     year_now = _dt.datetime.now(_dt.timezone.utc).year
@@ -266,7 +267,11 @@ def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
         doc = _json(data, url)
         if not isinstance(doc, dict) or "document" not in doc:
             raise UpdateError(f"{url}: invalid data: not a CSAF document")
-        imp = import_csaf(doc, source_url=url)
+        try:
+            imp = import_csaf(doc, source_url=url)
+        except MalformedDocumentError as exc:
+            skipped.append(f"{url}: {exc}")
+            continue
         phrases += imp.phrases
         parsed += imp.parsed
         rec = imp.record
@@ -287,6 +292,7 @@ def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
 
 def _osv_feed(fetch: _Fetcher, base: str, ecosystems: Iterable[str], tmp: Path,
               skipped: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from .importers import MalformedDocumentError
     from .importers.osv import gpu_relevant, import_osv
 
     records = []
@@ -313,7 +319,11 @@ def _osv_feed(fetch: _Fetcher, base: str, ecosystems: Iterable[str], tmp: Path,
                 doc = _json(raw, f"{url}!{name}")
                 if not isinstance(doc, dict):
                     raise UpdateError(f"{url}!{name}: invalid data: not an OSV entry")
-                imp = import_osv(doc, keep=gpu_relevant)
+                try:
+                    imp = import_osv(doc, keep=gpu_relevant)
+                except MalformedDocumentError as exc:
+                    skipped.append(f"{url}!{name}: {exc}")
+                    continue
                 if imp.record is None:
                     continue
                 try:

@@ -105,14 +105,70 @@ def _yaml_loader() -> type:
     return _Loader
 
 
+MAX_POLICY_BYTES = 1 << 20
+MAX_POLICY_NODES = 100_000  # after alias expansion: a "billion laughs" file stops here
+MAX_POLICY_DEPTH = 64
+
+
+def _bound_nodes(node: Any, where: str) -> None:
+    """Reject a node graph whose expansion (aliases followed) is too big or too deep,
+    before anything walks or validates it recursively."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
+    # iterative post-order over the graph; aliases share node objects, so memoize by id
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    on_path: set[int] = set()
+    while stack:
+        n, done = stack.pop()
+        key = id(n)
+        if done:
+            on_path.discard(key)
+            kids = _children(n, yaml)
+            sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
+            depths[key] = 1 + max((depths[id(k)] for k in kids), default=0)
+            if sizes[key] > MAX_POLICY_NODES:
+                raise ConfigError(f"{where}: more than {MAX_POLICY_NODES} YAML nodes once "
+                                  "aliases are expanded")
+            if depths[key] > MAX_POLICY_DEPTH:
+                raise ConfigError(f"{where}: YAML nested deeper than {MAX_POLICY_DEPTH} levels")
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{where}: recursive YAML alias")
+        on_path.add(key)
+        stack.append((n, True))
+        stack.extend((k, False) for k in _children(n, yaml) if id(k) not in sizes)
+
+
+def _children(n: Any, yaml: Any) -> list[Any]:
+    if isinstance(n, yaml.MappingNode):
+        return [x for kv in n.value for x in kv]
+    if isinstance(n, yaml.SequenceNode):
+        return list(n.value)
+    return []
+
+
 def _parse_yaml(text: str, where: str) -> _Doc:
     import yaml
 
-    loader = _yaml_loader()(text)
+    if len(text) > MAX_POLICY_BYTES:
+        raise ConfigError(f"{where}: {len(text)} characters: larger than the "
+                          f"{MAX_POLICY_BYTES >> 20} MiB a policy file may be")
     try:
-        node = loader.get_single_node()
+        loader = _yaml_loader()(text)
+    except yaml.YAMLError as exc:  # the reader rejects control characters up front
+        raise ConfigError(f"{where}: not valid YAML: {exc}".splitlines()[0]) from None
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise ConfigError(f"{where}: YAML nested too deeply") from None
         if node is None:
             raise ConfigError(f"{where}: empty policy file")
+        _bound_nodes(node, where)
         lines: dict[tuple[Any, ...], int] = {}
         _walk(node, (), lines, where)
         value = loader.construct_document(node)

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import shape_checked
+
 __all__ = [
     "CsafImport",
     "CsafProduct",
@@ -36,7 +38,9 @@ __all__ = [
     "phrase_class",
 ]
 
-_V = r"[vVrR]?(\d+(?:[.\-_+]?[0-9A-Za-z]+)*)"
+# one alphanumeric per repetition and possessive quantifiers: the same versions as
+# "\d+(?:[.\-_+]?[0-9A-Za-z]+)*" without its exponential backtracking on long near-misses
+_V = r"[vVrR]?(\d++(?:[.\-_+]?[0-9A-Za-z])*+)"
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
 )
@@ -276,6 +280,7 @@ def _doc_urls(doc: dict[str, Any], fallback: str | None) -> list[str]:
     return list(dict.fromkeys(urls))
 
 
+@shape_checked("CSAF")
 def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafImport:
     """One CSAF 2.0 document -> a gpusbom advisory record plus what could not be parsed."""
     document = doc.get("document") or {}

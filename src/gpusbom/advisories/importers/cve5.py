@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..versions import InvalidVersion, parse
+from . import shape_checked
 from .csaf import CsafProduct, parse_arch, parse_phrase, target_of
 
 __all__ = ["Cve5Import", "import_cve5", "target_for"]
@@ -106,6 +107,7 @@ def _scores(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@shape_checked("CVE JSON 5")
 def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
                 published: str | None = None) -> Cve5Import:
     """One CVE JSON 5 record -> a gpusbom record. ``published``: the date to use when the

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..versions import InvalidVersion, parse
+from . import shape_checked
 
 __all__ = [
     "GPU_DEB_PREFIXES",
@@ -272,6 +273,7 @@ def _affected(a: dict[str, Any], keep: Callable[[str, str], bool] | None,
     return out
 
 
+@shape_checked("OSV")
 def import_osv(doc: dict[str, Any], *, keep: Callable[[str, str], bool] | None = None
                ) -> OsvImport:
     """One OSV entry -> a gpusbom record (or None with ``skipped``).

@@ -269,6 +269,10 @@ class RegistryClient:
                     ) from None
                 time.sleep(backoff(attempt))
                 continue
+            except requests.exceptions.RequestException as e:  # malformed answer or URL
+                raise RegistryError(
+                    f"{self.label}: {what}: {scrub(short_exc(e), self._secrets())}"
+                ) from None
             status = resp.status_code
             log.debug("%s %s -> %d", method, path, status)
             if status in ok:
@@ -368,7 +372,11 @@ class RegistryClient:
         import requests
 
         realm = params.get("realm")
-        if not realm or urlsplit(realm).scheme not in ("http", "https"):
+        try:
+            usable = bool(realm) and urlsplit(realm).scheme in ("http", "https")
+        except ValueError:  # "Invalid IPv6 URL" and the like
+            usable = False
+        if not usable:
             raise RegistryError(f"{self.label}: bearer challenge without a usable realm")
         realm_host = normalize_host(urlsplit(realm).netloc)
         scope = f"repository:{self.ref.repository}:pull"
@@ -416,6 +424,11 @@ class RegistryClient:
                     ) from None
                 time.sleep(backoff(attempt))
                 continue
+            except requests.exceptions.RequestException as e:  # a realm that is no URL, ...
+                raise RegistryError(
+                    f"{self.label}: cannot ask the token service {realm_host}: "
+                    f"{scrub(short_exc(e), self._secrets())}"
+                ) from None
             status = resp.status_code
             log.debug("token %s -> %d", realm_host, status)
             if (status == 429 or status >= 500) and attempt < MAX_ATTEMPTS:
@@ -433,7 +446,7 @@ class RegistryClient:
                 )
             try:
                 doc = loads_json(resp.content)
-            except ValueError:
+            except (ValueError, requests.exceptions.RequestException):
                 doc = None
             finally:
                 resp.close()
