@@ -182,6 +182,7 @@ class TokenServer:
         self.x5c = base64.b64encode(der).decode()
         self.cert = d / "token.pem"
         self.requests: list[dict[str, object]] = []
+        self.tokens: list[str] = []  # every token issued (the secret-leak tests grep for them)
         self.port = free_port()
         server = self
 
@@ -244,6 +245,7 @@ class TokenServer:
                 "access": access,
             }
         )  # fmt: skip
+        self.tokens.append(token)
         body = json.dumps({"token": token, "access_token": token, "expires_in": 600}).encode()
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
