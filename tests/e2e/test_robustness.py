@@ -251,7 +251,7 @@ def test_env_secrets_redacted_by_default(secret_env_image: Path, tmp_path: Path)
     assert env["GITHUB_TOKEN"] == REDACTED
     assert env["SERVICE_URL"] == f"https://deploy:{REDACTED}@git.example.org/repo"
     assert env["CUDA_VERSION"] == "12.4.1"  # ordinary values stay
-    assert f"image:env:DB_PASSWORD" in outs["cyclonedx-json"].read_text()
+    assert "image:env:DB_PASSWORD" in outs["cyclonedx-json"].read_text()
 
 
 def test_keep_env_secrets_opts_out(secret_env_image: Path, tmp_path: Path) -> None:

@@ -269,7 +269,7 @@ def index_members(
             analysis: dict[str, Any] | None = None
             fsize = m.size
             factories = spec.stream
-            cap = spec.max_size if spec.max_size < max_file else max_file
+            cap = min(spec.max_size, max_file)
             if factories is not None and not m.sparse:
                 # a stream analyzer sees every byte once, captured or not
                 an = Analyzers(spec.analyzers)
