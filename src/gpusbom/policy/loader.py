@@ -108,6 +108,7 @@ def _yaml_loader() -> type:
 MAX_POLICY_BYTES = 1 << 20
 MAX_POLICY_NODES = 100_000  # after alias expansion: a "billion laughs" file stops here
 MAX_POLICY_DEPTH = 64
+_FLOW = re.compile(r"[\[\]{}]")
 
 
 def _bound_nodes(node: Any, where: str) -> None:
@@ -157,6 +158,11 @@ def _parse_yaml(text: str, where: str) -> _Doc:
     if len(text) > MAX_POLICY_BYTES:
         raise ConfigError(f"{where}: {len(text)} characters: larger than the "
                           f"{MAX_POLICY_BYTES >> 20} MiB a policy file may be")
+    depth = 0
+    for m in _FLOW.finditer(text):  # flow nesting, checked before the recursive composer
+        depth += 1 if m.group() in "[{" else -1
+        if depth > MAX_POLICY_DEPTH:
+            raise ConfigError(f"{where}: YAML nested deeper than {MAX_POLICY_DEPTH} levels")
     try:
         loader = _yaml_loader()(text)
     except yaml.YAMLError as exc:  # the reader rejects control characters up front
