@@ -382,10 +382,23 @@ _REGISTRY_CFG = tempfile.mkdtemp(prefix="gpusbom-fuzz-docker-")
 def fuzz_registry(data: bytes) -> None:
     """Registry answers: status codes, WWW-Authenticate challenges, token responses, error
     bodies, manifests and tag lists, through the real client and requests."""
+    import time as _time
+    import types
+
     from gpusbom.sources import registry as reg
     from gpusbom.sources.registry import client as regclient
 
-    regclient.time.sleep = lambda s: None  # type: ignore[assignment]  # no waiting in a fuzzer
+    # retries back off with sleeps: this module's clock only, restored afterwards
+    saved = regclient.time
+    regclient.time = types.SimpleNamespace(  # type: ignore[assignment]
+        sleep=lambda s: None, monotonic=_time.monotonic, time=_time.time)
+    try:
+        _registry_reads(reg, data)
+    finally:
+        regclient.time = saved
+
+
+def _registry_reads(reg: Any, data: bytes) -> None:
     opts = reg.RegistryOptions(docker_config=_REGISTRY_CFG)
     client = reg.RegistryClient(reg.ImageRef.parse("registry.fuzz.test/team/app:1"), opts)
     adapter = _Adapter(data.split(b"\n--\n")[:8])
@@ -404,7 +417,8 @@ PARSER_MODULES = (
     "gpusbom.collectors.rpm_bdb", "gpusbom.collectors.apk", "gpusbom.collectors.python",
     "gpusbom.collectors.conda", "gpusbom.collectors.osrelease", "gpusbom.binary",
     "gpusbom.binary.elf", "gpusbom.binary.fatbin", "gpusbom.binary.hipbundle",
-    "gpusbom.binary.stream", "gpusbom.sources.image", "gpusbom.sources.image.oci", "gpusbom.sources.image.plan",
+    "gpusbom.binary.stream", "gpusbom.sources.image", "gpusbom.sources.image.oci",
+    "gpusbom.sources.image.plan",
     "gpusbom.sources.registry", "gpusbom.sources.registry.client",
     "gpusbom.advisories.importers.csaf", "gpusbom.advisories.importers.cve5",
     "gpusbom.advisories.importers.osv", "gpusbom.advisories.vex", "gpusbom.sbomin",
