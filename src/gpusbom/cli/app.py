@@ -97,6 +97,10 @@ def scan(
     cyclonedx_version: Annotated[
         CdxVersion, typer.Option("--cyclonedx-version", help="CycloneDX spec version.")
     ] = CdxVersion.v16,
+    cyclonedx_compat: Annotated[
+        bool, typer.Option("--cyclonedx-compat", help="CycloneDX JSON: evidence identity as "
+                           "one object, readable by Syft 1.18 and other cyclonedx-go tools.")
+    ] = False,
     collector: Annotated[
         list[str] | None, typer.Option("--collector", help="Run only these collectors (ids).")
     ] = None,
@@ -296,7 +300,8 @@ def scan(
         target = f"sbom:{sbom}"
     post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push,
             "node_images": (root or "/") if images else None}
-    code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post)
+    code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post,
+                 cyclonedx_compat=cyclonedx_compat)
     raise typer.Exit(code)
 
 
@@ -373,6 +378,8 @@ def _scan(
     debug: bool,
     scan_kwargs: dict[str, Any],
     post: dict[str, Any] | None = None,
+    *,
+    cyclonedx_compat: bool = False,
 ) -> int:
     from ..writers import WriterOptions
     from .output import emit, parse_outputs
@@ -387,6 +394,7 @@ def _scan(
         specs = parse_outputs(output)
         options = WriterOptions(
             cyclonedx_version=cyclonedx_version.value,
+            cyclonedx_compat=cyclonedx_compat,
             color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
         )
         post = post or {}

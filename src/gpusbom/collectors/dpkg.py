@@ -42,6 +42,7 @@ __all__ = [
     "DpkgCollector",
     "deb_purl",
     "installed_versions",
+    "parse_copyright_licenses",
     "parse_dep5_licenses",
     "parse_dpkg_list",
     "parse_dpkg_md5sums",
@@ -224,6 +225,33 @@ def parse_dep5_licenses(text: str) -> list[str]:
     return out
 
 
+_LICENSE_LINE = re.compile(r"^License:\s*(?P<name>\S.*?)\s*$", re.MULTILINE)
+_COMMON_LICENSE = re.compile(r"/usr/share/common-licenses/(?P<name>[0-9A-Za-z_.+\-]+)")
+
+
+def parse_copyright_licenses(text: str) -> list[str]:
+    """License names of a Debian copyright file, DEP-5 or not.
+
+    DEP-5 files: :func:`parse_dep5_licenses`. Older free-form files (libc6, libstdc++6,
+    gcc-12-base, base-files) name their licences by pointing at
+    ``/usr/share/common-licenses/<NAME>`` and sometimes with ``License:`` lines; both
+    are read, as Syft's dpkg cataloger does, in order of appearance, deduplicated.
+    """
+    dep5 = parse_dep5_licenses(text)
+    if dep5:
+        return dep5
+    found: list[tuple[int, str]] = []
+    for m in _LICENSE_LINE.finditer(text):
+        found.append((m.start(), m.group("name")))
+    for m in _COMMON_LICENSE.finditer(text):
+        found.append((m.start(), m.group("name").rstrip(".")))
+    out: list[str] = []
+    for _, name in sorted(found):
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
 def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
     namespace = (os_release.get("ID") or "debian").strip().lower() or "debian"
     # upstream=SOURCE[@VERSION] as Syft writes it: Debian's trackers and OSV key advisories
@@ -395,7 +423,7 @@ class DpkgCollector(Collector):
         path = f"/usr/share/doc/{name}/copyright"
         try:
             if ctx.fs.exists(path):
-                lics = parse_dep5_licenses(ctx.fs.read_text(path))
+                lics = parse_copyright_licenses(ctx.fs.read_text(path))
         except Exception:  # noqa: BLE001 - licenses are optional; not captured / unreadable
             lics = []
         cache[name] = lics

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from decimal import Decimal
 from typing import TextIO
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - older releases
     from cyclonedx.factory.license import LicenseFactory  # type: ignore[no-redef,unused-ignore]
 
 from ..errors import UsageError
+from ..licenses import declared_expression
 from ..model import AdvisoryMatch, Component, ComponentType, Evidence, Finding, ScanResult
 from ._common import (
     advisory_db_pairs,
@@ -107,29 +109,21 @@ def _cdx_type(t: ComponentType) -> CdxComponentType:
 
 
 def _licenses(values: list[str]) -> list[License]:
-    """Strings -> CycloneDX licenses.
-
-    CycloneDX allows either one SPDX expression or a list of id/named licenses, never both.
-    One string: id, expression, or name (the factory's order). Several: all SPDX ids stay
-    ids; if some are compound expressions and all parse, they are joined with AND into
-    one expression; otherwise each string that is not an SPDX id becomes a named license.
-    """
-    vals = [v.strip() for v in values if v and v.strip()]
-    vals = list(dict.fromkeys(vals))
-    if not vals:
+    """Declared strings -> one CycloneDX licence: an SPDX id when the declaration is one
+    licence, else one SPDX expression (``licenses.declared_expression``: Debian/RPM/wheel
+    names mapped to SPDX ids, the rest as ``LicenseRef-``, several declarations ANDed).
+    CycloneDX allows ids/names or one expression, never both."""
+    expr = declared_expression(values)
+    if expr is None:
         return []
-    if len(vals) == 1:
-        return [_license_factory.make_from_string(vals[0])]
-    made = [_license_factory.make_from_string(v) for v in vals]
-    if all(isinstance(m, DisjunctiveLicense) for m in made):
-        return made
-    if all(not (isinstance(m, DisjunctiveLicense) and m.name) for m in made):
-        parts = [m.value if isinstance(m, LicenseExpression) else str(m.id) for m in made]
-        return [LicenseExpression(" AND ".join(f"({p})" for p in parts))]
-    out: list[License] = []
-    for v, m in zip(vals, made, strict=False):
-        out.append(m if isinstance(m, DisjunctiveLicense) else _license_factory.make_with_name(v))
-    return out
+    if _SPDX_ID.fullmatch(expr) and not expr.startswith("LicenseRef-"):
+        made = _license_factory.make_from_string(expr)
+        if isinstance(made, DisjunctiveLicense) and made.id:
+            return [made]
+    return [LicenseExpression(expr)]
+
+
+_SPDX_ID = re.compile(r"[A-Za-z0-9.\-+]+")
 
 
 def _supplier(value: str | None) -> OrganizationalEntity | None:
@@ -500,6 +494,26 @@ def _schema(options: WriterOptions) -> SchemaVersion:
     return SCHEMA_VERSIONS[v]
 
 
+def _single_identity(text: str) -> str:
+    """``--cyclonedx-compat``: each ``evidence.identity`` array -> its first object.
+
+    CycloneDX 1.6 allows the single object (deprecated) besides the array; Syft 1.18.1
+    and other cyclonedx-go readers decode only the object
+    (https://github.com/CycloneDX/cyclonedx-go/issues/192). The first identity is the
+    purl (else the name), with every method; the name and version identities dropped
+    repeat the component's own name and version fields."""
+    import json
+
+    doc = json.loads(text)
+    for c in doc.get("components") or []:
+        ev = c.get("evidence") if isinstance(c, dict) else None
+        ids = ev.get("identity") if isinstance(ev, dict) else None
+        if isinstance(ev, dict) and isinstance(ids, list) and ids:
+            rank = {"purl": 0, "name": 1}
+            ev["identity"] = min(ids, key=lambda i: rank.get(str(i.get("field")), 2))
+    return json.dumps(doc, indent=2)
+
+
 def _explicit_depends_on(text: str) -> str:
     """``"dependsOn": []`` on every dependency entry without one.
 
@@ -528,4 +542,7 @@ def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion)
 
 def write(result: ScanResult, out: TextIO, options: WriterOptions, xml: bool) -> None:
     fmt = OutputFormat.XML if xml else OutputFormat.JSON
-    out.write(render(result, fmt, _schema(options)))
+    text = render(result, fmt, _schema(options))
+    if options.cyclonedx_compat and not xml:
+        text = _single_identity(text) + "\n"
+    out.write(text)

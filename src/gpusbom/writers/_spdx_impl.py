@@ -28,6 +28,7 @@ from spdx_tools.spdx.writer.tagvalue import tagvalue_writer
 
 from ..errors import GpusbomError
 from ..identity import target_identity
+from ..licenses import declared_expression
 from ..model import Component, ComponentType, Finding, ScanResult
 from ._common import (
     advisory_db_pairs,
@@ -101,19 +102,19 @@ class _Ids:
 def _parse_license(values: list[str]) -> tuple[object, list[str]]:
     """Declared licenses -> (SPDX expression or NOASSERTION, LicenseRef ids used).
 
-    Every string must parse as an SPDX expression whose keys are SPDX license ids or
-    ``LicenseRef-`` ids, else the whole declaration is NOASSERTION (the raw strings go to
-    the license comment): a partial expression would claim less than was declared.
+    ``licenses.declared_expression`` maps every declared name to an SPDX id or a
+    ``LicenseRef-`` id (listed in the document's extracted licensing info), so the
+    declaration is never dropped for one unknown name.
     """
-    vals = list(dict.fromkeys(v.strip() for v in values if v and v.strip()))
-    if not vals:
+    text = declared_expression(values)
+    if text is None:
         return SpdxNoAssertion(), []
-    text = vals[0] if len(vals) == 1 else " AND ".join(f"({v})" for v in vals)
     try:
         # license_expression raises more than ExpressionError on odd input (its own
         # validate() even dies with AttributeError), so catch broadly here
         expr = spdx_licensing.parse(text, strict=True)
-        keys = [str(s.key) for s in spdx_licensing.license_symbols(expr, unique=True)]
+        keys = [str(s.key) for s in spdx_licensing.license_symbols(expr, unique=True,
+                                                                    decompose=True)]
     except Exception:  # noqa: BLE001
         return SpdxNoAssertion(), []
     if expr is None:

@@ -12,6 +12,9 @@ from ..model import ScanResult
 @dataclass(frozen=True)
 class WriterOptions:
     cyclonedx_version: str = "1.6"
+    #: CycloneDX JSON 1.6/1.7: evidence.identity as the single (deprecated) object that
+    #: CycloneDX 1.5 readers such as Syft 1.18 (cyclonedx-go) can decode
+    cyclonedx_compat: bool = False
     color: bool = False
     width: int | None = None
 
