@@ -243,7 +243,6 @@ def test_five_source_forms_one_identity(
     assert {r.target.source for r in results.values()} == set(results)
     assert {i.root_ref for i in idents.values()} == {f"target:{app.config_digest}"}
     assert {i.name for i in idents.values()} == {"app"}
-    assert {r.root_ref() for r in results.values()} == {f"target:{app.config_digest}"}
     base = comps(results["registry"])
     for k, r in results.items():
         assert comps(r) == base, k
