@@ -25,8 +25,9 @@ ENV_SECRET = "ghp_InventoryLeakCheck0000000000000000"
 
 
 def gpusbom(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPUSBOM_PUSH_RETRY_SECONDS": "2"}  # a server that is not there
     return subprocess.run([sys.executable, "-m", "gpusbom", *args], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ))
+                          text=True, timeout=300, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +68,10 @@ def test_push_failures_name_no_password(pg, hostile_layout: Path) -> None:  # ty
                 "-o", "json=/dev/null")
         p = gpusbom(*base)
         assert p.returncode == 3, p.stderr
-        errors = [ln for ln in p.stderr.splitlines() if ln.startswith("gpusbom: ")]
+        errors = [ln for ln in p.stderr.splitlines() if ln.startswith("gpusbom: error: ")]
         assert len(errors) == 1 and "Traceback" not in p.stderr, p.stderr
+        others = [ln for ln in p.stderr.splitlines() if not ln.startswith("gpusbom: ")]
+        assert not others, p.stderr  # retries are warning lines, nothing else
         debug = gpusbom(*base, "--debug")  # tracebacks and debug logs: still no password
         assert debug.returncode == 3
         for blob in (p.stdout, p.stderr, debug.stdout, debug.stderr):

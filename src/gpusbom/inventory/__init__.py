@@ -52,11 +52,54 @@ def __getattr__(name: str) -> object:
     raise AttributeError(name)
 
 
-def push_scan(result: ScanResult, url: str) -> None:
+#: a server that restarts or is not up yet: how long ``push_scan`` keeps retrying
+PUSH_RETRY_SECONDS = 30.0
+_CONNECTION_LOST = (
+    "connection refused", "server closed the connection",
+    "terminating connection", "the database system is starting up",
+    "the database system is shutting down", "the database system is in recovery mode",
+    "ssl syscall error", "no connection to the server",
+    "connection already closed", "consuming input failed",
+)
+
+
+def _connection_lost(exc: InventoryError) -> bool:
+    text = str(exc).lower()
+    if "authentication failed" in text or "does not exist" in text:
+        return False  # the server answered: retrying cannot help
+    return any(k in text for k in _CONNECTION_LOST)
+
+
+def push_scan(result: ScanResult, url: str, *, retry_seconds: float | None = None) -> None:
     """Store ``result`` in the inventory at ``url`` (``gpusbom scan --push URL``); the same
     scan pushed twice is stored once. Raises ``InventoryError`` (exit 3) when the database
-    cannot be used; the password in ``url`` is never shown."""
+    cannot be used; the password in ``url`` is never shown.
+
+    A database server that is restarting (connection refused or dropped, "starting up")
+    is retried with backoff for ``retry_seconds`` (``PUSH_RETRY_SECONDS``, or
+    ``$GPUSBOM_PUSH_RETRY_SECONDS``), one warning line on stderr per retry; the ingest is
+    one transaction, so a push cut off mid-way leaves nothing behind and is simply redone."""
+    import os
+    import sys
+    import time
+
     from .store import Store
 
-    with Store(url) as store:
-        store.ingest(result)
+    if retry_seconds is None:
+        env = os.environ.get("GPUSBOM_PUSH_RETRY_SECONDS")
+        retry_seconds = float(env) if env else PUSH_RETRY_SECONDS
+    deadline = time.monotonic() + retry_seconds
+    delay = 0.5
+    while True:
+        try:
+            with Store(url) as store:
+                store.ingest(result)
+            return
+        except InventoryError as exc:
+            left = deadline - time.monotonic()
+            if not _connection_lost(exc) or left <= 0:
+                raise
+            wait = min(delay, left)
+            print(f"gpusbom: warning: {exc}; retrying in {wait:.1f}s", file=sys.stderr)
+            time.sleep(wait)
+            delay = min(delay * 2, 5.0)
