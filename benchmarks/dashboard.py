@@ -92,7 +92,7 @@ def image_scans(n: int) -> Any:
         r = ScanResult.from_dict(json.loads(json.dumps(base)))
         r.target.name = f"registry.example/ml/train-{i:03d}"
         r.target.tags = ["v1"]
-        r.target.labels = {**r.target.labels, "node": f"gpu-node-{i:05d}"}
+        r.target.labels = {**r.target.labels, "gpusbom.node": f"gpu-node-{i:05d}"}
         yield r
 
 

@@ -10,7 +10,7 @@
   sm_90 SASS): ``runs`` on vm, ``will-fail`` on h200-old-driver (its CUDA 13 runtime needs a
   580 driver), ``runs-with-jit`` on b300-node (PTX only for sm_103).
 - the hostile image (fixtures/hostile.py): package names, versions, file paths and labels
-  hold script tags, attribute breakouts and SQL metacharacters; labelled node=vm.
+  hold script tags, attribute breakouts and SQL metacharacters; labelled gpusbom.node=vm (as scan --images labels).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def fill(url: str, h200: ScanResult, wheels: ScanResult) -> dict[str, Any]:
         store.ingest(wheels)
         tmp = Path(tempfile.mkdtemp(prefix="gpusbom-hostile-"))
         try:
-            store.ingest(hostile_image(tmp), labels={"node": "vm"})
+            store.ingest(hostile_image(tmp), labels={"gpusbom.node": "vm"})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return {"hosts": ["vm", "h200-old-driver", "b300-node"]}

@@ -183,9 +183,15 @@ def host(store: Store, cache: Cache, name: str) -> dict[str, Any]:
                          "total": len(changes)})
     timeline.reverse()
     subject = hist[-1].subject
-    images = [{"subject": s.subject, "scan_id": s.id, "ts": s.ts}
-              for s in _latest_images(store)
-              if subject in (s.labels.get("node"), s.labels.get("host"))]
+    # images found on the node (scan --images labels each gpusbom.node=HOST): the latest
+    # scan of each image on this node
+    on_node: dict[str, Any] = {}
+    for s in store.scans(kind="image", labels={"gpusbom.node": None}):  # oldest first
+        if s.labels.get("gpusbom.node") == subject:
+            on_node[s.subject] = s
+    images = [{"subject": s.subject, "scan_id": s.id, "ts": s.ts,
+               "running": s.labels.get("gpusbom.node.running")}
+              for s in sorted(on_node.values(), key=lambda x: x.subject)]
     return {"subject": subject, "scans": [{"id": s.id, "ts": s.ts, "components": s.components}
                                           for s in reversed(hist)],
             "labels": hist[-1].labels, "stack": hist[-1].stack_text, "gpus": gpus,
