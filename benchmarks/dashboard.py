@@ -2,7 +2,8 @@
 on PostgreSQL; target: median server time under 300 ms per page.
 
 The host scans are benchmarks/inventory.py's variants of the H200 snapshot's host scan
-(--hosts x --per-host, with differing cuDNN and driver versions); --images image scans are
+(--hosts, with differing cuDNN and driver versions; the --per-host - 1 later scans of each
+host are the first one replicated in SQL, a month apart); --images image scans are
 renamed copies of the nvidia-wheels fixture image's scan (fixtures/build.py), so the
 matrix and image pages have real GPU code to judge. Scans are stored with the store's own
 row builder (``normalize.rows``) in batches of 200 scans per transaction: the same rows
@@ -82,6 +83,50 @@ def host_scans(hosts: int, per_host: int, components: int) -> Any:
             yield variant(template, h, s, hosts)
 
 
+def replicate(url: str, rounds: int) -> int:
+    """Each stored host scan again ``rounds`` times, in SQL, each round one month later
+    (new scan ids; same rows): the fast path to many scans per host."""
+    from sqlalchemy import create_engine
+
+    from gpusbom.inventory import normalize_url
+
+    eng = create_engine(normalize_url(url))
+    new_id = "substr(md5(scan_id || ':{r}') || md5(scan_id || ':{r}:b'), 1, 64)"
+    cols = {
+        "scan_documents": "scan_id, encoding, data",
+        "components": "scan_id, idx, ref, name, name_key, version, type, ecosystem, purl, "
+                      "stack, product, product_version, release, location, gpu_targets, "
+                      "evidence_methods, properties",
+        "products": "scan_id, comp_idx, n, stack, product, version",
+        "devices": "scan_id, idx, ref, model, vendor, pci_address, compute_capability, "
+                   "kernel_driver, driver_version, uuid, properties",
+        "probes": "scan_id, idx, backend, device_id, device, device_ref, pci_address, outcome, "
+                  "reason, error_name, max_abs_error, seconds",
+        "findings": "scan_id, idx, rule_id, kind, severity, title, status, advisory, "
+                    "component_ref, installed_version, fixed_version",
+    }
+    scan_cols = ("kind, subject, reference, name, digest, hostname, platform, labels, "
+                 "ingested_at, tool_name, tool_version, advisory_db, components, stack_text")
+    with eng.begin() as conn:
+        base = conn.exec_driver_sql("SELECT count(*) FROM scans WHERE kind = 'host'").scalar()
+        for r in range(1, rounds + 1):
+            month = f"{1 + r:02d}"
+            conn.exec_driver_sql((
+                f"INSERT INTO scans (id, ts, {scan_cols}) SELECT "
+                f"{new_id.format(r=r).replace('scan_id', 'id')}, "
+                f"replace(ts, '2026-01-', '2026-{month}-'), {scan_cols} "
+                "FROM scans WHERE kind = 'host' AND ts < '2026-02'"))
+            for table, c in cols.items():
+                rest = c.split(", ", 1)[1]
+                conn.exec_driver_sql((
+                    f"INSERT INTO {table} ({c}) SELECT {new_id.format(r=r)}, {rest} "
+                    f"FROM {table} WHERE scan_id IN (SELECT id FROM scans WHERE kind = 'host' "
+                    "AND ts < '2026-02')"))
+            print(f"  round {r}: {base} more host scans", file=sys.stderr, flush=True)
+    eng.dispose()
+    return int(base or 0) * rounds
+
+
 def image_scans(n: int) -> Any:
     from fixtures.build import ensure
     from gpusbom.model import ScanResult
@@ -135,10 +180,12 @@ def main() -> int:
     try:
         url = server.create_db("dash")
         t = time.perf_counter()
-        n = bulk_load(url, host_scans(a.hosts, a.per_host, a.components))
+        n = bulk_load(url, host_scans(a.hosts, 1, a.components))
+        n += replicate(url, a.per_host - 1)
         n += bulk_load(url, image_scans(a.images))
         print(f"stored {n} scans ({a.hosts} hosts x {a.per_host} scans of ~{a.components} "
-              f"components, {a.images} images) in {time.perf_counter() - t:.0f} s")
+              f"components, the 2nd to last scan of each host replicated in SQL; {a.images} "
+              f"images) in {time.perf_counter() - t:.0f} s")
         server.psql("ANALYZE", db="dash")
         port = 18000 + os.getpid() % 1000
         proc = subprocess.Popen([sys.executable, "-m", "gpusbom", "inventory", "serve",
@@ -157,7 +204,7 @@ def main() -> int:
         gpu = requests.get(base + "api/matrix", timeout=600).json()["columns"][0]["key"]
         pages = ["", "search?component=cudnn&version=%3C9.1", "advisories",
                  "advisory?id=NVIDIA-5821", "matrix", f"cell?image={quote(img)}&gpu={quote(gpu)}",
-                 "host?name=gpu-node-00042", f"image?name={quote(img)}", "api/overview",
+                 f"host?name=gpu-node-{min(a.hosts - 1, 42):05d}", f"image?name={quote(img)}", "api/overview",
                  "api/matrix", "metrics"]
         figures = {}
         print(f"{'page':46} {'cold':>8} {'median':>8} {'max':>8} {'client':>8}  (ms, server "
