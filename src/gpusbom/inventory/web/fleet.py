@@ -81,7 +81,8 @@ def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[Platform, list
 
 
 def _latest_images(store: Store) -> list[Any]:
-    return [s for s in store.scans(all_scans=False) if s.kind != "host"]
+    return sorted(store.scans(kind="image", all_scans=False)
+                  + store.scans(kind="sbom", all_scans=False), key=lambda s: s.subject)
 
 
 def _verdict(cache: Cache, image: ScanResult, sid: str, key: str, plat: Platform) -> Any:

@@ -118,15 +118,39 @@ def advisory_db_info(adb: Any) -> dict[str, Any]:
 
 
 def overview(store: Store, adb: Any) -> dict[str, Any]:
+    """Read from the latest scans' rows only (devices carry their driver version): no
+    stored component is read, so a fleet of thousands of hosts stays fast."""
     from sqlalchemy import func, select
 
-    from ..tables import findings, probes
+    from ..tables import devices, findings, probes, scans
 
-    subs = store.subjects()
-    hosts = [s for s in subs if s.kind == "host"]
-    images = [s for s in subs if s.kind != "host"]
     latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
+        rows = list(conn.execute(select(scans.c.id, scans.c.kind, scans.c.subject, scans.c.ts,
+                                        scans.c.stack_text, scans.c.components,
+                                        scans.c.digest).where(scans.c.id.in_(latest))
+                                 .order_by(scans.c.kind, scans.c.subject)))
+        n_scans = {(k, sub): n for k, sub, n in conn.execute(
+            select(scans.c.kind, scans.c.subject, func.count()).group_by(scans.c.kind,
+                                                                         scans.c.subject))}
+        gpus: dict[str, list[str]] = {}
+        drivers: dict[str, set[str]] = {}
+        for r in conn.execute(select(devices.c.scan_id, devices.c.model, devices.c.pci_address,
+                                     devices.c.compute_capability, devices.c.kernel_driver,
+                                     devices.c.driver_version).where(
+                devices.c.scan_id.in_(latest)).order_by(devices.c.scan_id, devices.c.idx)):
+            bits = ", ".join(x for x in (r.pci_address, r.compute_capability and
+                                         f"cc {r.compute_capability}") if x)
+            gpus.setdefault(r.scan_id, []).append(f"{r.model} ({bits})" if bits else r.model)
+            if r.kernel_driver:
+                drivers.setdefault(r.scan_id, set()).add(
+                    f"{r.kernel_driver} {r.driver_version or '?'}")
+        sev: dict[str, dict[str, int]] = {}
+        for sid, severity, n in conn.execute(
+                select(findings.c.scan_id, findings.c.severity, func.count()).where(
+                    findings.c.scan_id.in_(latest)).group_by(findings.c.scan_id,
+                                                             findings.c.severity)):
+            sev.setdefault(sid, {})[severity] = n
         outcomes: dict[str, set[str]] = {}
         for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome).where(
                 probes.c.scan_id.in_(latest)).distinct()):
@@ -137,37 +161,41 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
                 findings.c.status == "affected").group_by(findings.c.advisory).order_by(
                 func.count(func.distinct(findings.c.scan_id)).desc(), findings.c.advisory)
             .limit(50))]
+    hosts = [r for r in rows if r.kind == "host"]
+    images = [r for r in rows if r.kind != "host"]
     by_model: Counter[str] = Counter()
     by_branch: Counter[str] = Counter()
     by_cuda: Counter[str] = Counter()
     by_probe: Counter[str] = Counter()
     host_rows = []
     for h in hosts:
-        models = sorted({g.split(" (")[0] for g in h.gpus}) or ["no GPU"]
+        hg = gpus.get(h.id, [])
+        models = sorted({g.split(" (")[0] for g in hg}) or ["no GPU"]
         for m in models:
             by_model[m] += 1
-        vers = re.findall(r"nvidia ([0-9][0-9.]*)", h.driver or "")
-        branch = _branch(vers[0]) if vers else ("none" if not h.driver else "other")
+        driver = ", ".join(sorted(drivers.get(h.id, ()))) or None
+        vers = re.findall(r"nvidia ([0-9][0-9.]*)", driver or "")
+        branch = _branch(vers[0]) if vers else ("none" if not driver else "other")
         by_branch[branch] += 1
-        cuda = _cuda_of(h.latest.stack_text)
+        cuda = _cuda_of(h.stack_text)
         by_cuda[cuda] += 1
-        got = outcomes.get(h.latest.id, set())
+        got = outcomes.get(h.id, set())
         probe = ("fail" if got & {"fail", "error", "timeout"} else "pass" if "pass" in got
                  else "skipped" if got else "not probed")
         by_probe[probe] += 1
-        host_rows.append({"subject": h.subject, "scans": h.scans, "last_scan": h.latest.ts,
-                          "gpus": list(h.gpus), "driver": h.driver, "cuda": cuda,
-                          "probe": probe, "findings": dict(sorted(h.findings.items()))})
+        host_rows.append({"subject": h.subject, "scans": n_scans.get((h.kind, h.subject), 1),
+                          "last_scan": h.ts, "gpus": hg, "driver": driver, "cuda": cuda,
+                          "probe": probe, "findings": dict(sorted(sev.get(h.id, {}).items()))})
     by_stack: Counter[str] = Counter()
     image_rows = []
     for i in images:
-        st = stacks_of(i.latest.stack_text)
+        st = stacks_of(i.stack_text)
         for s in st or ["no GPU stack"]:
             by_stack[s] += 1
-        image_rows.append({"subject": i.subject, "kind": i.kind, "scans": i.scans,
-                           "last_scan": i.latest.ts, "digest": i.latest.digest,
-                           "components": i.latest.components, "stacks": st,
-                           "findings": dict(sorted(i.findings.items()))})
+        image_rows.append({"subject": i.subject, "kind": i.kind,
+                           "scans": n_scans.get((i.kind, i.subject), 1), "last_scan": i.ts,
+                           "digest": i.digest, "components": i.components, "stacks": st,
+                           "findings": dict(sorted(sev.get(i.id, {}).items()))})
 
     def counts(c: Counter[str]) -> list[dict[str, Any]]:
         return [{"value": k, "hosts": n} for k, n in sorted(c.items(), key=lambda kv:
@@ -257,21 +285,28 @@ def advisory(store: Store, adb: Any, ident: str, cache: Cache | None = None) -> 
     """The hosts and images an advisory touches: the stored scans re-matched against the
     current database (affected, review), plus what the scans recorded as not affected
     (VEX statements and auto-VEX at scan time)."""
-    from sqlalchemy import select
 
-    from ..tables import findings, scans
 
     adv = adb.get(ident) if ident.strip() else None
     if adv is None:
         raise InputError(f"no advisory {ident!r} in the advisory database ({adb.source})")
-    # re-matching every latest scan costs seconds on a large fleet: kept until a scan is
-    # stored (or the advisory database changes: it is loaded once per process)
-    key = ("affected", adv.id, inventory_version(store))
-    rows = cache.get(key) if cache is not None else None
-    if rows is None:
-        rows = store.affected(adb, adv.id, include_review=True)
+    # re-matching every latest scan costs seconds on a large fleet: the page is kept until
+    # a scan is stored (the advisory database is loaded once per process)
+    key = ("advisory", adv.id, inventory_version(store))
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
+        hit = _advisory(store, adb, adv)
         if cache is not None:
-            cache.put(key, rows)
+            cache.put(key, hit)
+    return hit
+
+
+def _advisory(store: Store, adb: Any, adv: Any) -> dict[str, Any]:
+    from sqlalchemy import select
+
+    from ..tables import findings, scans
+
+    rows = store.affected(adb, adv.id, include_review=True)
     out = [{"kind": r.kind, "subject": r.subject, "vulnerability": r.vulnerability,
             "status": r.status, "severity": r.severity, "component": r.component,
             "installed_version": r.installed_version, "fixed_version": r.fixed_version,
