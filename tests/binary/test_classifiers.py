@@ -244,3 +244,58 @@ def test_static_cudart_targets_in_executable(tmp_path: Path) -> None:
     assert exe["type"] == "application"
     assert exe["properties"]["cuda:sass"] == "sm_80,sm_90"
     assert exe["properties"]["cuda:ptx"] == "compute_90"
+
+
+def test_torch_without_dist_info_and_vendored_cudart(tmp_path: Path) -> None:
+    """torch whose dist-info was deleted: the version module names it (metadata-missing,
+    medium confidence); an auditwheel-renamed libcudart in torch/lib is cudart 12.4.127's
+    runtime (CUDART_VERSION 12040 from its getter: a short form, said so). No phantom: the
+    nvidia-* wheels torch's metadata would name are not installed, nothing names them."""
+    sys.path.insert(0, str(ROOT))
+    from fixtures.fetch import load_pins
+    from fixtures.fetch import fetch as fetch_pin
+
+    from gpusbom.cli.app import main
+
+    torch_whl = fetch_pin(load_pins()[("wheel", "torch", "2.13.0+cpu")])
+    site = tmp_path / "root/usr/local/lib/python3.11/site-packages"
+    with zipfile.ZipFile(torch_whl) as z:
+        version_py = z.read("torch/version.py")
+    (site / "torch/lib").mkdir(parents=True)
+    (site / "torch/version.py").write_bytes(version_py)
+    cudart_row = next(r for r in ROWS if r.id == "cudart-getter")
+    (site / "torch/lib/libcudart-9335f6a2.so.12").write_bytes(_member(cudart_row, tmp_path))
+    out = tmp_path / "out.json"
+    root = str(tmp_path / "root")
+    assert main(["scan", "--root", root, "--analyze-binaries", "-q", "-o", f"json={out}"]) == 0
+    comps = json.loads(out.read_text())["components"]
+    [torch] = [c for c in comps if c["name"] == "torch"]
+    assert torch["version"] == "2.13.0+cpu"
+    assert torch["properties"]["metadata-missing"] == "true"
+    assert torch["properties"]["version-confidence"] == "medium"
+    [cudart] = [c for c in comps if c["name"] == "cudart"]
+    assert cudart["version"] == "12.4"
+    assert cudart["properties"]["vendored-as"] == "libcudart-9335f6a2.so.12"
+    assert cudart["properties"]["version-confidence"] == "medium"
+    names = {c["name"] for c in comps}
+    assert not {n for n in names if n.startswith("nvidia-")}
+
+
+def test_copied_icd_loader_without_package(tmp_path: Path) -> None:
+    """ocl-icd's loader copied without its package: its own version string (2.3.1, the
+    ocl-icd-libopencl1 2.3.1-1 deb's upstream version), not the 1.0.0 ABI of its name."""
+    from gpusbom.cli.app import main
+
+    row = next(r for r in ROWS if r.id == "ocl-icd-rodata")
+    lib = tmp_path / "root/usr/lib/x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    (lib / "libOpenCL.so.1.0.0").write_bytes(_member(row, tmp_path))
+    (lib / "libOpenCL.so.1").symlink_to("libOpenCL.so.1.0.0")
+    out = tmp_path / "out.json"
+    root = str(tmp_path / "root")
+    assert main(["scan", "--root", root, "--analyze-binaries", "-q", "-o", f"json={out}"]) == 0
+    [loader] = [c for c in json.loads(out.read_text())["components"]
+                if c["name"] == "opencl-icd-loader"]
+    assert loader["version"] == "2.3.1"
+    assert loader["properties"]["version-method"] == "elf-rodata"
+    assert loader["properties"]["soname-version"] == "1.0.0"

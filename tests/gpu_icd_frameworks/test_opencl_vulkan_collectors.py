@@ -70,7 +70,8 @@ def test_real_pocl_icd(pocl_root: Path) -> None:
     assert unknowns == []
     assert triples(comps, "opencl") == {
         ("pocl", "3.1", f"{LIB}/libpocl.so.2.10.0"),
-        ("opencl-icd-loader", None, f"{LIB}/libOpenCL.so.1.0.0"),  # no package db: no release
+        # no package db: ocl-icd's own version string (host's ocl-icd-libopencl1 2.3.1-1)
+        ("opencl-icd-loader", "2.3.1", f"{LIB}/libOpenCL.so.1.0.0"),
     }
     pocl = next(c for c in comps if c.name == "pocl")
     assert pocl.purl == "pkg:generic/pocl/pocl@3.1"
@@ -121,7 +122,7 @@ def test_missing_library_and_env_overrides(pocl_root: Path) -> None:
         ("nvidia-opencl", None, "/opt/vendors/nvidia.icd"),  # library absent: no version
         ("pocl", "3.1", f"{LIB}/libpocl.so.2.10.0"),
         ("pocl", "3.1", "/opt/extra/libpocl.so.2.10.0"),  # another copy stays separate
-        ("opencl-icd-loader", None, f"{LIB}/libOpenCL.so.1.0.0"),
+        ("opencl-icd-loader", "2.3.1", f"{LIB}/libOpenCL.so.1.0.0"),
     }
     by = {(c.name, c.properties.get("library")): c for c in comps}
     nv = by[("nvidia-opencl", None)]
@@ -294,7 +295,8 @@ def test_demo_image() -> None:
             "2.3.1-1",
             "opencl-icd-loader",
             "2.3.1",
-            (f"{LIB}/libOpenCL.so.1.0.0",),
+            # its file name, and ocl-icd's own version string in it (both evidence)
+            (f"{LIB}/libOpenCL.so.1.0.0", f"{LIB}/libOpenCL.so.1.0.0"),
         ),
         ("libvulkan1", "1.3.239.0-1", "vulkan-loader", "1.3.239", (f"{LIB}/libvulkan.so.1.3.239",)),
     }

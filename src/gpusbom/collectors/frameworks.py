@@ -216,6 +216,38 @@ class FrameworksCollector(Collector):
                 continue
             if found is not None:
                 out.append(self._component(found))
+        out.extend(self._without_metadata(ctx, out))
+        return out
+
+    def _without_metadata(self, ctx: CollectContext, found: list[Component]) -> list[Component]:
+        """Frameworks whose dist-info is gone (deleted, or copied without it), recognised by
+        their own version modules: ``torch/version.py``, ``cupy/_version.py``. Reported with
+        ``metadata-missing`` and a lower ``version-confidence`` (a version module can be
+        edited; the wheel's RECORD cannot vouch for it)."""
+        have = {c.properties.get("package-dir") or "" for c in found}
+        have |= {(c.properties.get("location") or "") + "/" + c.name for c in found}
+        out: list[Component] = []
+        handlers: tuple[tuple[str, str, Callable[..., _Found | None]], ...] = (
+            ("torch/version.py", "torch", self._torch),
+            ("cupy/_version.py", "cupy", self._cupy),
+        )
+        for module, dist, handler in handlers:
+            for path in ctx.fs.glob("/**/" + module):
+                pkg_dir = posixpath.dirname(path)
+                site = posixpath.dirname(pkg_dir)
+                if pkg_dir in have or not ctx.fs.is_file(path):
+                    continue
+                try:
+                    f = handler(ctx, site, dist, None, path)
+                except Exception as e:  # noqa: BLE001 - one broken install must not hide others
+                    ctx.unknown(f"cannot read {module}: {type(e).__name__}: {e}", path)
+                    continue
+                if f is None or not f.version:
+                    continue
+                f.props["metadata-missing"] = "true"
+                f.props["version-method"] = "version-module"
+                f.props["version-confidence"] = "medium"
+                out.append(self._component(f))
         return out
 
     def _handler(self, dist: str) -> Callable[..., _Found | None] | None:

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Iterator
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from . import register
+from ._classify import hits as classifier_hits
+from ._classify import paths_for as classifier_paths
 from ._libs import (
     LIBRARY_PATHS,
     driver_for,
@@ -98,8 +100,9 @@ def _driver_for(lib_name: str) -> _Driver:
 @register
 class OpenCLCollector(Collector):
     id = "opencl"
-    version = "1"
+    version = "2"
     paths = (
+        *classifier_paths(["opencl-icd-loader"]),
         PathSpec(VENDORS_DIR + "/*.icd", max_size=_SMALL),
         PathSpec("/**/*.icd", max_size=_SMALL),  # OCL_ICD_VENDORS may name another directory
         PathSpec("/**/libpocl.so*", max_size=_LIB_CONTENT),
@@ -231,7 +234,19 @@ class OpenCLCollector(Collector):
             sover = soname_version(real)
             if sover:
                 props["soname-version"] = sover
-            vendor = "khronos"
+            evidence = [ctx.evidence(EvidenceMethod.SONAME.value, real, posixpath.basename(real))]
+            for hit in classifier_hits(ctx.fs.analysis(real), real, ["opencl-icd-loader"]):
+                # ocl-icd's own version string: the release when no package says it
+                evidence.append(
+                    ctx.evidence(hit.method, real, f"{hit.detail} ({hit.row.confidence})")
+                )
+                if version is None and hit.version:
+                    version = hit.version
+                    props["version-source"] = hit.method
+                    props["version-method"] = hit.method
+                    props["version-confidence"] = hit.row.confidence
+                    props["implementation"] = "ocl-icd"
+            vendor = "ocl-icd" if props.get("implementation") == "ocl-icd" else "khronos"
             if owner is not None:
                 props["library-package"] = package_label(owner) or ""
                 props["version-source"] = "package"
@@ -244,8 +259,6 @@ class OpenCLCollector(Collector):
                 purl=generic_purl(vendor, "opencl-icd-loader", version),
                 supplier="Khronos Group" if vendor == "khronos" else None,
                 properties=props,
-                evidence=[
-                    ctx.evidence(EvidenceMethod.SONAME.value, real, posixpath.basename(real))
-                ],
+                evidence=evidence,
                 ecosystem="generic",
             )
