@@ -252,9 +252,8 @@ def test_torch_without_dist_info_and_vendored_cudart(tmp_path: Path) -> None:
     runtime (CUDART_VERSION 12040 from its getter: a short form, said so). No phantom: the
     nvidia-* wheels torch's metadata would name are not installed, nothing names them."""
     sys.path.insert(0, str(ROOT))
-    from fixtures.fetch import load_pins
     from fixtures.fetch import fetch as fetch_pin
-
+    from fixtures.fetch import load_pins
     from gpusbom.cli.app import main
 
     torch_whl = fetch_pin(load_pins()[("wheel", "torch", "2.13.0+cpu")])
