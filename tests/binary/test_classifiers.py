@@ -1,6 +1,6 @@
 """Binary classifier rows on real bytes, and the getter decoder on hostile ones.
 
-Every row of ``gpusbom.collectors.classifier_rows.ROWS`` has one snippet test: the member the
+Every row of ``gpusbom.catalog.classifiers.ROWS`` has one snippet test: the member the
 row's ``source`` names is taken, at test time, from the pinned real artifact (PyPI wheel or
 Debian package, fetched into the fixture cache and checked against the row's sha256; an
 executable built here with nvcc), nothing is committed. ``rodata`` rows are cut down to the
@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from gpusbom.binary.getters import MAX_INSNS, read_getter
+from gpusbom.catalog.classifiers import ROWS, Row, apply_rule
 from gpusbom.collectors._classify import ClassifierScanner, hits
-from gpusbom.collectors.classifier_rows import ROWS, Row, apply_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "fixtures" / "check"

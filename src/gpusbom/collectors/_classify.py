@@ -1,4 +1,4 @@
-"""The binary classifier engine: applies :mod:`gpusbom.collectors.classifier_rows` to files
+"""The binary classifier engine: applies :mod:`gpusbom.catalog.classifiers` to files
 as their layer streams (not a collector: the leading ``_`` keeps the registry from
 importing it as one).
 
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog.classifiers import ROWS, Row, apply_rule
 from ..fsview.spec import PathSpec
-from .classifier_rows import ROWS, Row, apply_rule
 
 __all__ = [
     "EXEC_GLOBS",

@@ -1,0 +1,160 @@
+"""Binary classifier rows: which bytes of which files name which product at which version.
+
+The rows are data, ``classifiers.yaml`` beside this module (the catalog package: every row
+names the ``products.yaml`` product it belongs to, checked at load), read once into
+:data:`ROWS`; :mod:`gpusbom.collectors._classify` applies them as layers stream. Each
+:class:`Row` holds a file glob or ELF predicate, the evidence to read (a ``rodata`` regex
+behind a literal anchor, or the constant of a version-getter ``symbol``), the product id, the
+version rule (:data:`RULES`, :func:`apply_rule`), the confidence, and the pinned real artifact
+its snippet test cuts its bytes from (:class:`Source`), as Syft's snippets record it. The
+sibling-file rows of frameworks (``torch/version.py``) are read by the frameworks collector
+and listed in :data:`SIBLING_ROWS`. Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+__all__ = ["ROWS", "RULES", "SIBLING_ROWS", "Row", "Source", "apply_rule", "load_rows"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a row's snippet comes from: a pinned real artifact and the member in it."""
+
+    kind: Literal["wheel", "deb", "nvcc"]
+    name: str
+    version: str
+    member: str
+    expect: str  # the version (or "present") the row must give on that member
+    file: str = ""  # the artifact's file name (wheel) or pool path (deb), as pinned
+    sha256: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    product: str
+    stack: str
+    globs: tuple[str, ...]
+    evidence: Literal["rodata", "symbol"]
+    rule: str
+    confidence: Literal["high", "medium", "low"]
+    source: Source
+    elf: Literal["any", "exec", "lib"] = "any"
+    anchor: bytes = b""
+    pattern: bytes = b""
+    symbol: str = ""
+    getter: Literal["return", "out", "out1"] = "return"
+    #: bytes of content a symbol row needs kept (larger files are left to rodata rows)
+    capture: int = 0
+    #: symbol tables searched, in order
+    tables: tuple[str, ...] = (".dynsym", ".symtab")
+    note: str = ""
+
+
+def _code(major: int, minor: int, patch: int | None) -> str:
+    return f"{major}.{minor}" if patch is None else f"{major}.{minor}.{patch}"
+
+
+def _mmp(value: int, m: int, n: int) -> tuple[int, int, int]:
+    return value // m, value % m // n, value % n
+
+
+#: rule name -> (raw value -> version, or None when the value is implausible)
+RULES: dict[str, str] = {
+    "verbatim": "the regex group as is",
+    "code-10000": "major*10000 + minor*100 + patch (NCCL >= 2.9, cuDNN 9, cuBLASLt)",
+    "code-1000": "major*1000 + minor*100 + patch (cuDNN 7/8)",
+    "cuda-code": "major*1000 + minor*10 (CUDART_VERSION: major.minor only)",
+    "hip-code": "major*10000000 + minor*100000 + patch (HIP_VERSION)",
+    "presence": "no version: the product is present",
+}
+
+
+def apply_rule(rule: str, raw: str | int) -> str | None:
+    """The version a raw value means under ``rule``; None when implausible for it."""
+    if rule == "verbatim":
+        return str(raw) or None
+    if rule == "presence":
+        return None
+    v = int(raw)
+    if rule == "code-10000":
+        major, minor, patch = _mmp(v, 10000, 100)
+        return _code(major, minor, patch) if 1 <= major <= 99 else None
+    if rule == "code-1000":
+        major, minor, patch = _mmp(v, 1000, 100)
+        return _code(major, minor, patch) if 5 <= major <= 8 and minor <= 9 else None
+    if rule == "cuda-code":
+        major, rest = divmod(v, 1000)
+        return _code(major, rest // 10, None) if 7 <= major <= 30 and rest % 10 == 0 else None
+    if rule == "hip-code":
+        major, minor, patch = _mmp(v, 10_000_000, 100_000)
+        return _code(major, minor, patch) if 1 <= major <= 20 else None
+    raise ValueError(f"unknown version rule {rule!r}")
+
+
+def _bytes(v: object) -> bytes:
+    return str(v).encode("latin-1")
+
+
+def _row(d: dict[str, Any], products: set[str]) -> Row:
+    if d.get("catalog") not in products:
+        raise ValueError(
+            f"classifier row {d.get('id')!r}: unknown catalog product {d.get('catalog')!r}"
+        )
+    if d.get("rule") not in RULES:
+        raise ValueError(f"classifier row {d.get('id')!r}: unknown rule {d.get('rule')!r}")
+    src = dict(d["source"])
+    source = Source(
+        kind=src["kind"], name=str(src["name"]), version=str(src["version"]),
+        member=str(src["member"]), expect=str(src["expect"]), file=str(src.get("file", "")),
+        sha256=str(src.get("sha256", "")), size=int(src.get("size", 0)),
+    )  # fmt: skip
+    row = Row(
+        id=str(d["id"]), product=str(d["product"]), stack=str(d["stack"]),
+        globs=tuple(str(g) for g in d["globs"]), evidence=d["evidence"], rule=str(d["rule"]),
+        confidence=d["confidence"], source=source, elf=d.get("elf", "any"),
+        anchor=_bytes(d.get("anchor", "")), pattern=_bytes(d.get("pattern", "")),
+        symbol=str(d.get("symbol", "")), getter=d.get("getter", "return"),
+        capture=int(d.get("capture", 0)),
+        tables=tuple(d.get("tables") or (".dynsym", ".symtab")), note=str(d.get("note", "")),
+    )  # fmt: skip
+    if row.evidence == "rodata":
+        re.compile(row.pattern)
+        if not row.anchor:
+            raise ValueError(f"classifier row {row.id!r}: no anchor")
+    elif not row.symbol:
+        raise ValueError(f"classifier row {row.id!r}: no symbol")
+    return row
+
+
+@functools.lru_cache(maxsize=1)
+def load_rows() -> tuple[Row, ...]:
+    """Every row of ``classifiers.yaml``, in file order (validated; cached)."""
+    import yaml
+
+    from . import products
+
+    text = resources.files(__package__).joinpath("classifiers.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or []
+    ids = {p.id for p in products()}
+    rows = tuple(_row(d, ids) for d in data)
+    if len({r.id for r in rows}) != len(rows):
+        raise ValueError("classifier rows: duplicate id")
+    return rows
+
+
+ROWS: tuple[Row, ...] = load_rows()
+
+#: Sibling-file rows (read by the frameworks collector when a dist-info is missing).
+SIBLING_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("pytorch", "torch/version.py", "__version__, cuda, hip, xpu, git_version"),
+    ("cupy", "cupy/_version.py", "__version__"),
+    ("jax", "jaxlib/version.py", "_version"),
+)
