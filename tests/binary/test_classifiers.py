@@ -298,3 +298,31 @@ def test_copied_icd_loader_without_package(tmp_path: Path) -> None:
     assert loader["version"] == "2.3.1"
     assert loader["properties"]["version-method"] == "elf-rodata"
     assert loader["properties"]["soname-version"] == "1.0.0"
+
+
+def test_rocm_tarball_layout_hip_from_its_getter(tmp_path: Path) -> None:
+    """A tarball-style /opt/rocm-5.2.3 tree (real Debian ROCm 5.2.3 libraries, relocated, no
+    package database), HIP present only under its soname: HIP 5.2.21153 from its own
+    hipRuntimeGetVersion constant, mapped to ROCm 5.2.3 through the HIP/ROCm table (AMD's
+    hip-runtime-amd_5.2.21153.50203 package of ROCm 5.2.3); the install's release from
+    .info/version."""
+    from gpusbom.cli.app import main
+
+    hip = next(r for r in ROWS if r.id == "hip-getter")
+    lib = tmp_path / "root/opt/rocm-5.2.3/lib"
+    lib.mkdir(parents=True)
+    (lib / "libamdhip64.so.5").write_bytes(_member(hip, tmp_path))
+    info = tmp_path / "root/opt/rocm-5.2.3/.info"
+    info.mkdir()
+    (info / "version").write_text("5.2.3-109\n")
+    out = tmp_path / "out.json"
+    root = str(tmp_path / "root")
+    assert main(["scan", "--root", root, "--analyze-binaries", "-q", "-o", f"json={out}"]) == 0
+    comps = json.loads(out.read_text())["components"]
+    [hipc] = [c for c in comps if c["name"] == "hip-runtime"]
+    assert hipc["version"] == "5.2.21153"
+    assert hipc["properties"]["hip:rocm-release"] == "5.2.3"
+    assert hipc["properties"]["version-method"] == "elf-symbol"
+    assert any(e["method"] == "elf-symbol" and "50221153" in e["detail"]
+               for e in hipc["evidence"])
+    assert {c["version"] for c in comps if c["name"] == "rocm-core"} == {"5.2.3"}

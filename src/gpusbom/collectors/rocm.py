@@ -48,6 +48,8 @@ from ._amd_intel import (
     real_files,
     soname_version,
 )
+from ._classify import hits as classifier_hits
+from ._classify import paths_for as classifier_paths
 from .base import CollectContext, Collector
 
 __all__ = ["ROCM_LIBRARIES", "RocmCollector", "parse_info_version", "parse_rocm_version_h"]
@@ -100,6 +102,31 @@ _ROCM_DIR_RX = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+)*)$")
 _INFO_RX = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)*)(?:[-.](\S+))?\s*$")
 
 
+def hip_rocm_release(hip: str) -> dict[str, str]:
+    """The ROCm release(s) that shipped HIP ``hip`` (``5.2.21153`` -> ``5.2.3``), from the
+    table ``data/hip_rocm.json`` (sources: AMD's ROCm repository package versions). A HIP
+    version not in the table gives its major.minor only, said so; anything else, nothing."""
+    import json
+    from importlib import resources
+
+    table = json.loads(
+        resources.files("gpusbom").joinpath("data/hip_rocm.json").read_text(encoding="utf-8")
+    )["releases"]
+    row = table.get(hip)
+    if row is not None:
+        return {
+            "hip:rocm-release": ", ".join(row["rocm"]),
+            "hip:rocm-release-source": row["source"],
+        }
+    parts = hip.split(".")
+    if len(parts) == 3 and all(p.isdigit() for p in parts):
+        return {
+            "hip:rocm-release": f"{parts[0]}.{parts[1]}",
+            "hip:rocm-release-source": "HIP major.minor (build not in the table)",
+        }
+    return {}
+
+
 def parse_info_version(text: str) -> tuple[str, str | None] | None:
     """``.info/version`` -> (release, build or None): ``6.2.0`` -> ("6.2.0", None);
     ``5.7.0-63`` -> ("5.7.0", "63"); ``6.2.0.1`` keeps the point release."""
@@ -133,7 +160,7 @@ class _Install:
 @register
 class RocmCollector(Collector):
     id = "rocm"
-    version = "1"
+    version = "2"
     paths = (
         PathSpec("/opt/rocm*/.info/version", max_size=4096),
         PathSpec("/opt/rocm*/.info/version-*", max_size=4096),
@@ -148,6 +175,7 @@ class RocmCollector(Collector):
         ),
         *(PathSpec(p, max_size=0) for _, globs in TOOLS for p in globs),
         PathSpec("/usr/libexec/rocm_smi/rocm_smi.py", max_size=0),
+        *classifier_paths(["hip-runtime"]),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -327,7 +355,20 @@ class RocmCollector(Collector):
                     detail = f"{posixpath.basename(path)}" + (
                         f"; {pkg_detail}" if pkg_detail else ""
                     )
-                ev = ctx.evidence(EvidenceMethod.SONAME.value, path, detail)
+                evidence = [ctx.evidence(EvidenceMethod.SONAME.value, path, detail)]
+                for hit in classifier_hits(ctx.fs.analysis(path), path, [product]):
+                    # the library's own HIP_VERSION (hipRuntimeGetVersion): the longer wins
+                    evidence.append(
+                        ctx.evidence(hit.method, path, f"{hit.detail} ({hit.row.confidence})")
+                    )
+                    if hit.version and len(hit.version) > len(version or ""):
+                        if version and not hit.version.startswith(version + "."):
+                            props["disagreement"] = f"{version} from {detail}"
+                        version = hit.version
+                        props["version-method"] = hit.method
+                        props["version-confidence"] = hit.row.confidence
+                if product == "hip-runtime" and version:
+                    props.update(hip_rocm_release(version))
                 out.append(
                     observation(
                         ctx,
@@ -336,7 +377,7 @@ class RocmCollector(Collector):
                         vendor=AMD,
                         stack=STACK,
                         location=posixpath.dirname(path),
-                        evidence=[ev],
+                        evidence=evidence,
                         properties=props,
                     )
                 )
