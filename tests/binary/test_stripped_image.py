@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_classifiers import _member, _nvcc_app  # noqa: E402
+from test_classifiers import _member, _nvcc_app
 
-from fixtures.imagetools import WHITEOUT, Symlink, build_image, write_oci_layout  # noqa: E402
+from fixtures.imagetools import WHITEOUT, Symlink, build_image, write_oci_layout
 
 SITE = "usr/local/lib/python3.11/site-packages"
 _LIB_SRC = r"""
@@ -71,7 +71,6 @@ def _nvcc_lib(tmp: Path) -> bytes:
 @pytest.fixture(scope="module")
 def scanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     from fixtures.fetch import fetch, load_pins
-
     from gpusbom.cli.app import main
 
     tmp = tmp_path_factory.mktemp("stripped")
