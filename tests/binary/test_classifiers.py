@@ -326,3 +326,22 @@ def test_rocm_tarball_layout_hip_from_its_getter(tmp_path: Path) -> None:
     assert any(e["method"] == "elf-symbol" and "50221153" in e["detail"]
                for e in hipc["evidence"])
     assert {c["version"] for c in comps if c["name"] == "rocm-core"} == {"5.2.3"}
+
+
+def test_unpacked_sycl_runtime_wheel_without_dist_info(tmp_path: Path) -> None:
+    """intel-sycl-rt 2026.2.0's libsycl.so unpacked without its dist-info (as a COPY of
+    /usr/local/lib would leave it): the runtime's release from the library itself."""
+    from gpusbom.cli.app import main
+
+    row = next(r for r in ROWS if r.id == "sycl-rodata")
+    lib = tmp_path / "root/usr/local/lib"
+    lib.mkdir(parents=True)
+    (lib / "libsycl.so.9.0.0").write_bytes(_member(row, tmp_path))
+    (lib / "libsycl.so.9").symlink_to("libsycl.so.9.0.0")
+    out = tmp_path / "out.json"
+    root = str(tmp_path / "root")
+    assert main(["scan", "--root", root, "--analyze-binaries", "-q", "-o", f"json={out}"]) == 0
+    [c] = [c for c in json.loads(out.read_text())["components"] if c["name"] == "sycl-runtime"]
+    assert c["version"] == "2026.2.0"
+    assert c["properties"]["metadata-missing"] == "true"
+    assert c["properties"]["version-confidence"] == "medium"

@@ -30,6 +30,8 @@ from ..fsview.types import EntryKind
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
 from ._amd_intel import INTEL, observation
+from ._classify import hits as classifier_hits
+from ._classify import paths_for as classifier_paths
 from .base import CollectContext, Collector
 from .python import parse_core_metadata
 
@@ -107,12 +109,13 @@ def _dist_info_globs() -> list[str]:
 @register
 class IntelOneApiCollector(Collector):
     id = "intel-oneapi"
-    version = "1"
+    version = "2"
     paths = (
         PathSpec(f"{ROOT}/*/*/env/vars.sh", max_size=0),
         PathSpec(f"{ROOT}/*/oneapi-vars.sh", max_size=0),
         PathSpec(f"{ROOT}/setvars.sh", max_size=0),
         *(PathSpec(g, max_size=16 * 1024 * 1024) for g in _dist_info_globs()),
+        *classifier_paths(["sycl-runtime"]),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -120,6 +123,44 @@ class IntelOneApiCollector(Collector):
         if ctx.fs.is_dir(ROOT):
             out += self._layouts(ctx)
         out += self._wheels(ctx)
+        out += self._binaries(ctx)
+        return out
+
+    def _binaries(self, ctx: CollectContext) -> list[Component]:
+        """Runtime libraries that name their own release (``libsycl.so``: the compiler
+        ident of its build), e.g. a PyPI runtime wheel unpacked without its dist-info; when
+        a wheel's RECORD owns the file, fusion merges this into that package."""
+        out: list[Component] = []
+        for entry in ctx.fs.entries():
+            an = entry.analysis
+            if not an or not any(k.startswith("classify/") for k in an):
+                continue
+            for hit in classifier_hits(an, entry.path, ["sycl-runtime"]):
+                if not hit.version:
+                    continue
+                props = {
+                    "version-method": hit.method,
+                    "version-confidence": hit.row.confidence,
+                    "library": entry.path,
+                }
+                if ctx.owner(entry.path) is None:
+                    props["metadata-missing"] = "true"
+                out.append(
+                    observation(
+                        ctx,
+                        product=hit.row.product,
+                        version=hit.version,
+                        vendor=INTEL,
+                        stack=STACK,
+                        location=posixpath.dirname(entry.path),
+                        evidence=[
+                            ctx.evidence(
+                                hit.method, entry.path, f"{hit.detail} ({hit.row.confidence})"
+                            )
+                        ],
+                        properties=props,
+                    )
+                )
         return out
 
     # -- /opt/intel/oneapi ------------------------------------------------------------------
