@@ -15,6 +15,8 @@ Classes (one layer), then a second layer deleting one library:
 * torch without its dist-info (``torch/version.py`` of torch 2.13.0+cpu) with an
   auditwheel-renamed ``torch/lib/libcudart-9335f6a2.so.12``;
 * a ROCm tarball layout ``/opt/rocm-5.2.3`` with HIP only as ``libamdhip64.so.5``;
+* a oneAPI offline layout ``/opt/intel/oneapi/compiler/2026.2`` with intel-sycl-rt
+  2026.2.0's ``libsycl.so.9``;
 * a deleted library (whiteout in layer 1): no phantom.
 """
 
@@ -79,6 +81,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str
     nccl = _member(_row("nccl-getter"), tmp)
     cudart = _member(_row("cudart-getter"), tmp)
     hip = _member(_row("hip-getter"), tmp)
+    sycl = _member(_row("sycl-rodata"), tmp)
     app = _nvcc_app(tmp).read_bytes()
     lib = _nvcc_lib(tmp)
     with zipfile.ZipFile(fetch(load_pins()[("wheel", "torch", "2.13.0+cpu")])) as z:
@@ -98,6 +101,9 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str
         (f"{SITE}/torch/lib/libcudart-9335f6a2.so.12", cudart),
         ("opt/rocm-5.2.3/lib/libamdhip64.so.5", hip),
         ("opt/rocm-5.2.3/.info/version", b"5.2.3-109\n"),
+        ("opt/intel/oneapi/compiler/2026.2/lib/libsycl.so.9", sycl),
+        ("opt/intel/oneapi/compiler/2026.2/env/vars.sh", b"# oneAPI compiler 2026.2\n"),
+        ("opt/intel/oneapi/compiler/latest", Symlink("2026.2")),
         ("opt/old/lib/libcudnn_graph.so.9", cudnn),
     ]
     layer1 = [("opt/old/lib/libcudnn_graph.so.9", WHITEOUT)]
@@ -162,6 +168,16 @@ def test_rocm_tarball_hip(scanned: dict[str, Any]) -> None:
     [hip] = scanned["hip-runtime"]
     assert hip["version"] == "5.2.21153"  # libamdhip64-5 5.2.3-8: HIP 5.2.21153
     assert hip["properties"]["hip:rocm-release"] == "5.2.3"
+
+
+def test_oneapi_offline_layout(scanned: dict[str, Any]) -> None:
+    """/opt/intel/oneapi/compiler/2026.2 holding intel-sycl-rt 2026.2.0's libsycl.so.9: the
+    layout's version directory (2026.2) and the library's own release (2026.2.0)."""
+    sycl = _at(scanned["sycl-runtime"], "/opt/intel/oneapi/compiler/2026.2/lib")
+    assert sycl["version"] == "2026.2.0"
+    layout = [c for comps in scanned.values() for c in comps
+              if c["properties"].get("location") == "/opt/intel/oneapi/compiler/2026.2"]
+    assert [c["version"] for c in layout] == ["2026.2"]
 
 
 def test_no_phantom_from_deleted_file(scanned: dict[str, Any]) -> None:
