@@ -68,11 +68,14 @@ def fuzz_one(name: str, seconds: float, corpus: Path, out: Path, seeds: Path,
             # the whole run may not outlive its budget by more than the per-input timeout
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                                      timeout=left + timeout_s + 30, env=env)
+                                      timeout=left + 3 * timeout_s + 120, env=env)
                 text, rc = proc.stdout + proc.stderr, proc.returncode
             except subprocess.TimeoutExpired as e:
-                text = (e.stdout or "") + (e.stderr or "") if isinstance(e.stdout, str) else ""
-                rc = -9
+                parts = [x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                         for x in (e.stdout, e.stderr)]
+                text, rc = "".join(parts), -9
+                # libFuzzer did not stop at -max_total_time nor at -timeout: a hang
+                crashes.append(f"overran-run-{runs}")
             execs += _executions(text)
             log.write(text[-200_000:])
             new = [p.name for p in found.iterdir() if p.name not in crashes]
