@@ -12,6 +12,8 @@ import dash_data
 import requests
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
 from .conftest import ARTIFACTS, Server
 from .pages import page_paths
@@ -81,7 +83,9 @@ def test_matrix_colours_and_cells(server: Server, browser: Any, wheels_subject: 
     # a cell links to its reasons
     fail = cells[host_of.index("h200-old-driver")]
     fail.find_element(By.TAG_NAME, "a").click()
-    assert "will-fail" in browser.find_element(By.ID, "cell-verdict").text
+    verdict = WebDriverWait(browser, 30).until(
+        expected_conditions.presence_of_element_located((By.ID, "cell-verdict")))
+    assert "will-fail" in verdict.text
     reasons = browser.find_element(By.ID, "reasons").text
     assert "570.172.08" in reasons, reasons
     assert not _console_errors(browser)
@@ -100,8 +104,10 @@ def test_screenshots_and_search_form(server: Server, browser: Any) -> None:
     form.find_element(By.NAME, "component").send_keys("cudnn")
     form.find_element(By.NAME, "version").send_keys("<9.15")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    count = WebDriverWait(browser, 30).until(
+        expected_conditions.presence_of_element_located((By.ID, "result-count")))
     assert not _console_errors(browser)
-    assert "on 3 host(s)/image(s)" in browser.find_element(By.ID, "result-count").text
+    assert "on 3 host(s)/image(s)" in count.text
     for name in ("overview.png", "matrix.png", "host.png"):
         assert _artifact(name).stat().st_size > 10_000, name
 

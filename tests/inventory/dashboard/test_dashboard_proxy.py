@@ -13,6 +13,8 @@ from urllib.parse import urlparse
 import pytest
 import requests
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
 from .conftest import Server, free_port
 
@@ -52,13 +54,16 @@ def test_links_work_under_a_path_prefix(proxy: str, browser: Any) -> None:
     assert browser.find_element(By.ID, "hosts")
     # the stylesheet came through the prefix (a missing one would be a console error)
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    for nav in ("nav-matrix", "nav-search", "nav-advisories", "nav-overview"):
+    for nav, path in (("nav-matrix", "matrix"), ("nav-search", "search"),
+                      ("nav-advisories", "advisories"), ("nav-overview", "")):
         browser.find_element(By.ID, nav).click()
-        assert urlparse(browser.current_url).path.startswith(PREFIX), browser.current_url
+        WebDriverWait(browser, 30).until(
+            lambda d, want=PREFIX + path: urlparse(d.current_url).path == want)
         assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     browser.find_element(By.CSS_SELECTOR, "#hosts a.host").click()
+    WebDriverWait(browser, 30).until(
+        expected_conditions.presence_of_element_located((By.ID, "gpus")))
     assert urlparse(browser.current_url).path == PREFIX + "host"
-    assert browser.find_element(By.ID, "gpus")
     background = browser.find_element(By.TAG_NAME, "header").value_of_css_property(
         "background-color")
     assert background == "rgba(31, 78, 121, 1)"  # style.css through the prefix
