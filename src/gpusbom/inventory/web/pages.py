@@ -124,8 +124,11 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
 
     from ..tables import devices, findings, probes, scans
 
-    latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
+        # the latest-scan set once, as values: the window query is not repeated per table
+        latest: Any = [sid for (sid,) in conn.execute(store.latest_scan_ids())]
+        if len(latest) > 20000:  # SQLite's bound-parameter limit: keep the subquery
+            latest = store.latest_scan_ids()
         rows = list(conn.execute(select(scans.c.id, scans.c.kind, scans.c.subject, scans.c.ts,
                                         scans.c.stack_text, scans.c.components,
                                         scans.c.digest).where(scans.c.id.in_(latest))
