@@ -43,7 +43,9 @@ def export(rev: str, dest: Path) -> Path:
 
 
 def run_scan(src: Path, ref: str, out: Path) -> float:
-    env = dict(os.environ, PYTHONPATH=str(src))
+    # GPUSBOM_NO_CACHE: every run reads every layer (the layer-result cache would make a
+    # repeated scan of the same image cost nothing); older trees ignore the variable
+    env = dict(os.environ, PYTHONPATH=str(src), GPUSBOM_NO_CACHE="1")
     cmd = [sys.executable, "-m", "gpusbom", "scan", "--image", ref, "-q", "-o", f"json={out}"]
     t0 = time.perf_counter()
     proc = subprocess.run(
