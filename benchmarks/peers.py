@@ -55,9 +55,14 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
     """Wall time, CPU time (user + system of the process and every descendant it waited
     for) and peak memory (the largest RSS of any of those processes, from ``wait4``; the
     tree's summed RSS, sampled every 20 ms, where that is larger: forked workers)."""
+    # peak memory of the tool's largest process: GNU time's %M, because a child's ru_maxrss
+    # starts from its parent's high-water mark (fork + exec), which this script would set
+    mark = tempfile.NamedTemporaryFile(prefix="gpusbom-peers-time-", delete=False)  # noqa: SIM115
+    mark.close()
+    timed = ["/usr/bin/time", "-f", "%M", "-o", mark.name, *cmd] if os.path.exists("/usr/bin/time") else cmd
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        cmd,
+        timed,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
@@ -96,7 +101,12 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
     if proc.returncode not in (0, 1):
         err = b"".join(err_chunks).decode(errors="replace")
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-800:]}")
-    largest = usage.ru_maxrss * 1024
+    try:
+        largest = int(Path(mark.name).read_text().split()[-1]) * 1024
+    except (OSError, ValueError, IndexError):
+        largest = usage.ru_maxrss * 1024
+    finally:
+        os.unlink(mark.name)
     # a sampled tree sum far above the largest process is a foreign process that took a
     # reused PID between two reads of /proc: count only what forked workers can explain
     tree = peak if peak <= 4 * largest else largest
