@@ -6,14 +6,13 @@ over it. Data flows one way; nothing here knows about output formats.
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .analyses import match_advisories
+from .clock import scan_timestamp
 from .collectors import CollectContext, Collector, all_collectors, load_failures
 from .collectors.base import OwnershipIndex
 from .errors import InputError, UsageError
@@ -29,19 +28,6 @@ if TYPE_CHECKING:
     from .sources.registry import RegistryOptions
 
 log = logging.getLogger(__name__)
-
-
-def scan_timestamp() -> str:
-    """ISO 8601 UTC; ``SOURCE_DATE_EPOCH`` makes it reproducible."""
-    sde = os.environ.get("SOURCE_DATE_EPOCH")
-    if sde:
-        try:
-            when = _dt.datetime.fromtimestamp(int(sde), tz=_dt.timezone.utc)
-        except (ValueError, OverflowError, OSError) as exc:
-            raise UsageError(f"SOURCE_DATE_EPOCH={sde!r} is not a Unix timestamp") from exc
-    else:
-        when = _dt.datetime.now(tz=_dt.timezone.utc)
-    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def select_collectors(ids: Sequence[str] | None = None) -> list[type[Collector]]:

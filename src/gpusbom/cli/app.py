@@ -551,8 +551,8 @@ def probe(
         logging.getLogger(__name__).debug("probe: +%.3f s command start",
                                           time.perf_counter() - _START)
     try:
+        from ..clock import scan_timestamp
         from ..probe import probe_failures, probe_scan, run_probes
-        from ..scan import scan_timestamp
         from ..writers import WriterOptions
         from .output import emit, parse_outputs
 

@@ -112,8 +112,9 @@ def scan_host_full(
 def _finish(*, components: list[Component], unknowns: list[Unknown], host_comps: list[Component],
             facts: discover.HostFacts, classes: Any, target: Target, hroot: HostRoot, view: Any,
             nvml_data: dict[str, Any] | None, nvml_why: str | None) -> HostScan:
+    from ..clock import scan_timestamp
     from ..safetext import sanitize_result
-    from ..scan import link_components, scan_timestamp
+    from ..scan import link_components
     from ..stack import summarize
 
     components.extend(host_comps)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from packageurl import PackageURL
 
 from .. import __version__
+from ..clock import parse_iso
 from ..model import (
     Component,
     ComponentType,
@@ -156,6 +157,12 @@ def finish(parts: Parts) -> ScanResult:
         else:
             taken.add(ref)
     parts.components.sort(key=_sort_key)
+    if parts.timestamp is not None and parse_iso(parts.timestamp) is None:
+        # said, not silently replaced: outputs are stamped with the time of this reading
+        parts.unknowns.append(Unknown(
+            collector="sbom",
+            reason=f"document timestamp {parts.timestamp!r} is not ISO 8601; not kept"))
+        parts.timestamp = None
     rels = {
         (parts.renamed.get(s, s), t, parts.renamed.get(d, d))
         for s, t, d in parts.relationships

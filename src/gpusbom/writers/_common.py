@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 
 from packageurl import PackageURL
 
@@ -76,21 +76,16 @@ def document_uuid(result: ScanResult, purpose: str) -> uuid.UUID:
 
 
 def parse_timestamp(ts: str | None) -> datetime:
-    """ISO 8601 -> aware UTC datetime without microseconds; now when absent or unparsable."""
-    dt: datetime | None = None
-    if ts:
-        s = ts.strip()
-        if s.endswith(("Z", "z")):
-            s = s[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(s)
-        except ValueError:
-            dt = None
+    """ISO 8601 -> aware UTC datetime without microseconds. A result without a timestamp
+    is stamped with ``clock.scan_timestamp()`` (``SOURCE_DATE_EPOCH`` when set); one that
+    does not parse is an error, never silently the wall clock."""
+    from ..clock import parse_iso, scan_timestamp
+    from ..errors import WriterError
+
+    dt = parse_iso(ts if ts else scan_timestamp())
     if dt is None:
-        dt = datetime.now(timezone.utc)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).replace(microsecond=0)
+        raise WriterError(f"the scan's timestamp {ts!r} is not ISO 8601")
+    return dt.replace(microsecond=0)
 
 
 def split_name_email(value: str) -> tuple[str, str | None]:
