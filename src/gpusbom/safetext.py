@@ -119,7 +119,7 @@ def sanitize(obj: Any, *, _depth: int = 0) -> Any:
         return obj
     if isinstance(obj, tuple):
         items = tuple(sanitize(v, _depth=_depth + 1) for v in obj)
-        return items if any(a is not b for a, b in zip(items, obj)) else obj
+        return items if any(a is not b for a, b in zip(items, obj, strict=False)) else obj
     return obj
 
 
@@ -207,10 +207,7 @@ def loads_json(
     except RecursionError:
         raise _too_deep(data, max_depth) from None
     # a document with fewer brackets than the bound cannot nest deeper (cheap C count)
-    if isinstance(data, str):
-        opens = data.count("[") + data.count("{")
-    else:
-        opens = data.count(b"[") + data.count(b"{")
+    opens = data.count("[") + data.count("{") if isinstance(data, str) else data.count(b"[") + data.count(b"{")
     if opens > max_depth and _depth_exceeds(doc, max_depth):
         raise _too_deep(data, max_depth)
     return doc

@@ -376,7 +376,7 @@ class RegistryClient:
             usable = bool(realm) and urlsplit(realm).scheme in ("http", "https")
         except ValueError:  # "Invalid IPv6 URL" and the like
             usable = False
-        if not usable:
+        if not usable or realm is None:
             raise RegistryError(f"{self.label}: bearer challenge without a usable realm")
         realm_host = normalize_host(urlsplit(realm).netloc)
         scope = f"repository:{self.ref.repository}:pull"
