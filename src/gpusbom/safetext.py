@@ -29,6 +29,8 @@ import re
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from .errors import GpusbomError
+
 MAX_JSON_DEPTH = 128
 """Nesting bound for untrusted JSON. Real manifests, configs, SBOMs and advisories nest
 fewer than 20 levels; the stdlib decoder fails near 1000 and our walkers recurse."""
@@ -159,7 +161,7 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-class JSONTooDeepError(json.JSONDecodeError):
+class JSONTooDeepError(GpusbomError, json.JSONDecodeError):
     """Nesting beyond ``MAX_JSON_DEPTH`` (a ``JSONDecodeError``, so callers' handling of
     malformed JSON applies)."""
 

@@ -12,10 +12,12 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ...errors import AdvisoryError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MalformedDocumentError(ValueError):
+class MalformedDocumentError(AdvisoryError):  # an AdvisoryError is a ValueError too
     """An advisory document whose shape is not its format's."""
 
 
