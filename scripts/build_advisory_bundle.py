@@ -1,16 +1,41 @@
 #!/usr/bin/env python3
-"""Bundle ``advisories/*.json`` into ``src/gpusbom/data/advisories.json`` (the snapshot
-gpusbom ships and uses offline). ``--check`` exits 1 when the bundle is out of date."""
+"""Build the advisory snapshot gpusbom ships, and its coverage report.
+
+    scripts/build_advisory_bundle.py --nvidia GITDIR   # regenerate from NVIDIA's data
+    scripts/build_advisory_bundle.py                   # re-bundle advisories/*.json
+    scripts/build_advisory_bundle.py --check           # exit 1 when the bundle is stale
+
+``--nvidia`` reads a git copy of github.com/NVIDIA/product-security (``fetch`` it; it is
+not committed), imports every CSAF bulletin first released on or after ``--since``
+(default 2022-01-01) with the CSAF importer, and rewrites ``advisories/NVIDIA-*.json``
+(facts only: ids, titles, product names, version phrases, ranges, fixed versions, scores,
+CWE, links). A curated ``NVIDIA-*.json`` that carries ``override`` (a reason and a source)
+is kept as it is; any other is replaced by the fresh import. Each bulletin is checked
+against the ``.sha256`` NVIDIA publishes beside it (the CRLF form of the file is accepted
+only when the published hash is that form's); a mismatch excludes that bulletin only.
+
+The coverage report (``src/gpusbom/data/advisories-coverage.txt``, next to the bundle) says
+for each vendor and product the bulletins seen, imported and excluded, each exclusion with
+its reason, plus the importer's phrase counts. Intel, AMD and PyTorch records are the
+curated ``advisories/*.json`` (from the vendors' CVE JSON 5 records).
+"""
 
 from __future__ import annotations
 
+import argparse
+import collections
+import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "advisories"
 OUT = ROOT / "src" / "gpusbom" / "data" / "advisories.json"
+REPORT = ROOT / "src" / "gpusbom" / "data" / "advisories-coverage.txt"
+NVIDIA_BLOB = "https://github.com/NVIDIA/product-security/blob/main/{path}"
 
 
 def build() -> str:
@@ -23,16 +48,224 @@ def build() -> str:
     ]
     db = load_records(recs, source=str(SRC))  # validates
     built = db.newest or "1970-01-01"
-    return json.dumps(bundle(recs, built), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    # one record per line: compact to load, and a bulletin's change is a one-line diff
+    lines = ",\n".join(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+                       for r in sorted(recs, key=lambda r: str(r["id"])))
+    head = json.dumps(bundle([], built), sort_keys=True)
+    assert head.startswith('{"advisories": []')
+    return '{"advisories": [\n' + lines + "\n]" + head[len('{"advisories": []'):] + "\n"
+
+
+class _Git:
+    """Blobs of one commit of a git directory, read through one ``git cat-file --batch``."""
+
+    def __init__(self, repo: str) -> None:
+        self.repo = repo
+        self.commit = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], check=True,
+                                     capture_output=True, text=True).stdout.strip()
+        self.files = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD"],
+                                    check=True, capture_output=True, text=True).stdout.split("\n")
+        self._p = subprocess.Popen(["git", "-C", repo, "cat-file", "--batch"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, path: str) -> bytes | None:
+        assert self._p.stdin is not None and self._p.stdout is not None
+        self._p.stdin.write(f"{self.commit}:{path}\n".encode())
+        self._p.stdin.flush()
+        header = self._p.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            return None
+        data = self._p.stdout.read(int(header[2]))
+        self._p.stdout.read(1)
+        return data
+
+
+def checksum_state(data: bytes, published: bytes | None) -> str:
+    """``ok``, ``crlf`` (only the CRLF form of the file matches the published hash),
+    ``missing`` or ``mismatch``."""
+    if published is None:
+        return "missing"
+    want = published.decode("ascii", "replace").split()[:1]
+    if not want:
+        return "mismatch"
+    if hashlib.sha256(data).hexdigest() == want[0].lower():
+        return "ok"
+    crlf = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return "crlf" if hashlib.sha256(crlf).hexdigest() == want[0].lower() else "mismatch"
+
+
+def import_nvidia(repo: str, since: str) -> tuple[list[dict[str, Any]], list[str]]:
+    from gpusbom import catalog
+    from gpusbom.advisories.db import AdvisoryError, validate_record
+    from gpusbom.advisories.importers.csaf import gpu_record, import_csaf, phrase_class
+
+    git = _Git(repo)
+    docs = sorted(f for f in git.files if f.endswith(".json") and f.count("/") == 2
+                  and f.rsplit("/", 1)[1].split(".")[0].isdigit())
+    records: list[dict[str, Any]] = []
+    # product -> bulletin -> (status, reason)
+    per_product: dict[str, dict[str, tuple[str, str]]] = collections.defaultdict(dict)
+    unmapped: dict[str, str] = {}  # bulletin -> reason
+    counts = collections.Counter()
+    classes: collections.Counter[str] = collections.Counter()
+    sums = collections.Counter()
+    crlf: list[str] = []
+    for path in docs:
+        data = git.read(path) or b""
+        counts["documents"] += 1
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            unmapped[path] = f"not JSON: {exc}"
+            continue
+        tracking = (doc.get("document") or {}).get("tracking") or {}
+        tid = str(tracking.get("id", ""))
+        if str(tracking.get("initial_release_date", ""))[:10] < since:
+            counts["before"] += 1
+            continue
+        counts["since"] += 1
+        url = NVIDIA_BLOB.format(path=path)
+        imp = import_csaf(doc, source_url=url)
+        counts["phrases"] += imp.phrases
+        counts["parsed"] += imp.parsed
+        for _pid, text in imp.unparsed:
+            classes[phrase_class(text)] += 1
+        touched = sorted({t for v in imp.record["vulnerabilities"] for t in
+                          (a["target"] for a in v["affected"])})
+        state = checksum_state(data, git.read(path + ".sha256"))
+        sums[state] += 1
+        if state == "crlf":
+            crlf.append(tid)
+        bid = f"NVIDIA-{tid}"
+        if not touched:
+            unmapped[bid] = "no GPU-stack product in the catalog: " + ", ".join(
+                sorted(set(imp.unmapped))[:5])
+            continue
+        if state in ("missing", "mismatch"):
+            for t in touched:
+                per_product[t][bid] = ("excluded", f"published .sha256 {state}")
+            continue
+        rec, why = gpu_record(imp)
+        if rec is not None:
+            rec["sources"].insert(0, f"https://nvidia.custhelp.com/app/answers/detail/a_id/{tid}")
+            try:
+                validate_record(rec)
+            except AdvisoryError as exc:
+                rec, why = None, f"invalid after import: {exc}"
+        kept = {a["target"] for v in (rec or {}).get("vulnerabilities", []) for a in v["affected"]
+                if a.get("platform") in (None, "linux")}
+        for t in touched:
+            row = catalog.get(t)
+            if t in kept:
+                per_product[t][bid] = ("imported", "")
+            elif not (row.names or row.collector):
+                per_product[t][bid] = ("excluded", "no scan can identify this product: "
+                                       + str(row.extra.get("not_identifiable", "no names")))
+            else:
+                per_product[t][bid] = ("excluded", why or "no Linux entry for this product")
+        if rec is not None:
+            records.append(rec)
+    from gpusbom.advisories.db import merge_records
+
+    records, merged = merge_records([records])  # re-listed CVEs: once, in the newest bulletin
+    lines = _report(per_product, unmapped, counts, classes, sums, crlf, git.commit, since)
+    lines.insert(4, f"  re-listed CVEs merged into the newest bulletin: {len(merged)}")
+    return records, lines
+
+
+def _report(per_product: dict[str, dict[str, tuple[str, str]]], unmapped: dict[str, str],
+            counts: collections.Counter[str], classes: collections.Counter[str],
+            sums: collections.Counter[str], crlf: list[str], commit: str, since: str) -> list[str]:
+    from gpusbom import catalog
+
+    out = [(f"NVIDIA (github.com/NVIDIA/product-security at {commit[:12]}; bulletins first "
+            f"released on or after {since})")]
+    bulletins: dict[str, str] = {}
+    for t, bs in per_product.items():
+        row = catalog.get(t)
+        for b, (st, _) in bs.items():
+            if row.names or row.collector:
+                bulletins[b] = "imported" if st == "imported" or bulletins.get(b) == "imported" else st
+    inscope = len(bulletins)
+    imported = sum(1 for s in bulletins.values() if s == "imported")
+    out.append(f"  CSAF documents: {counts['documents']} ({counts['since']} since {since}); "
+               f"checksums: {dict(sorted(sums.items()))}; CRLF-form hashes: "
+               f"{', '.join(sorted(crlf)) or 'none'}")
+    out.append(f"  version phrases: {counts['phrases']}, parsed {counts['parsed']}; phrase "
+               f"classes not parsed: {len(classes)}")
+    out.append(f"  in-scope bulletins (a product in the catalog that a scan can identify): "
+               f"{inscope}; imported {imported} ({100 * imported / max(inscope, 1):.1f}%)")
+    out.append(f"  out of scope (no GPU-stack product in the catalog): {len(unmapped)}")
+    out.append("")
+    out.append(f"  {'product':32} {'seen':>5} {'imported':>9} {'excluded':>9}")
+    for t in sorted(per_product, key=lambda t: (-len(per_product[t]), t)):
+        bs = per_product[t]
+        imp = sum(1 for s, _ in bs.values() if s == "imported")
+        out.append(f"  {t:32} {len(bs):5d} {imp:9d} {len(bs) - imp:9d}")
+    out.append("")
+    out.append("  exclusions:")
+    for t in sorted(per_product):
+        for b, (st, why) in sorted(per_product[t].items()):
+            if st != "imported":
+                out.append(f"    {t}: {b}: {why}")
+    out.append("  out of scope:")
+    for b, why in sorted(unmapped.items()):
+        out.append(f"    {b}: {why}")
+    if classes:
+        out.append("  phrase classes not parsed (count, class):")
+        for c, n in classes.most_common():
+            out.append(f"    {n:3d}  {c}")
+    return out
+
+
+def _curated_report() -> list[str]:
+    out = []
+    by_vendor: dict[str, list[str]] = collections.defaultdict(list)
+    for f in sorted(SRC.glob("*.json")):
+        if f.name == "schema.json" or f.name.startswith("NVIDIA-"):
+            continue
+        rec = json.loads(f.read_text(encoding="utf-8"))
+        targets = sorted({a["target"] for v in rec["vulnerabilities"] for a in v["affected"]})
+        ranged = any("ranges" in a or "versions" in a for v in rec["vulnerabilities"]
+                     for a in v["affected"])
+        by_vendor[rec["vendor"]].append(
+            f"    {rec['id']}: {', '.join(targets)}" + ("" if ranged else " (no machine-readable range: review)"))
+    for vendor in sorted(by_vendor):
+        out.append(f"{vendor} (curated from CVE JSON 5 records / OSV; {len(by_vendor[vendor])} advisories)")
+        out.extend(by_vendor[vendor])
+    return out
 
 
 def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nvidia", help="git directory of NVIDIA/product-security")
+    ap.add_argument("--since", default="2022-01-01")
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args(argv)
+    if a.nvidia:
+        records, lines = import_nvidia(a.nvidia, a.since)
+        fresh = {r["id"] for r in records}
+        for f in SRC.glob("NVIDIA-*.json"):
+            old = json.loads(f.read_text(encoding="utf-8"))
+            if old.get("override"):
+                fresh.discard(old["id"])  # a curated override that cites why
+                continue
+            f.unlink()
+        for r in records:
+            if r["id"] not in fresh:
+                continue
+            (SRC / f"{r['id']}.json").write_text(
+                json.dumps(r, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        lines += ["", *_curated_report()]
+        REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print("\n".join(lines[:6]))
+        print(f"{REPORT}: written")
     text = build()
-    if "--check" in argv:
+    if a.check:
         return 0 if OUT.exists() and OUT.read_text(encoding="utf-8") == text else 1
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8")
-    print(f"{OUT}: {len(json.loads(text)['advisories'])} advisories")
+    print(f"{OUT}: {len(json.loads(text)['advisories'])} advisories, {len(text) >> 10} KiB")
     return 0
 
 

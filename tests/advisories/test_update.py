@@ -3,8 +3,9 @@ made by the openssl CLI, and plain HTTP on loopback) serving feed files written 
 tests in the feeds' formats: NVIDIA's CVE_index.csv + CSAF + .sha256 layout, OSV all.zip
 with GCS's x-goog-hash header, and a curated bundle with its .sha256.
 
-Bad checksum, interrupted download, offline, invalid data: exit 3, one line, the old
-database byte for byte intact. Success: the next scan matches against the new database
+Interrupted download, offline, an invalid curated bundle: exit 3, one line, the old
+database byte for byte intact. A bulletin with a bad checksum or bad data is skipped alone
+and named in the summary; a bulletin re-listing an older CVE is merged. Success: the next scan matches against the new database
 and reports it (source, build date, age)."""
 
 from __future__ import annotations
@@ -240,18 +241,81 @@ def _old_db(url: str, capsys: pytest.CaptureFixture[str]) -> bytes:
     return user_db_path().read_bytes()
 
 
-def test_bad_checksum_keeps_old_db(
+def _relisting_doc() -> dict:
+    """Bulletin 9902 (newer) re-lists CVE-2099-0001 of 9901 for one more branch (R590)
+    and adds CVE-2099-0003: the shape of NVIDIA's re-listing bulletins."""
+    d = csaf_doc()
+    d["document"]["tracking"].update(id="9902", initial_release_date="2099-03-01T00:00:00Z",
+                                     current_release_date="2099-03-01T00:00:00Z")
+    fam = d["product_tree"]["branches"][0]["branches"]
+    fam.append({"category": "architecture", "name": "Linux(R590)", "branches": [
+        {"category": "product_version", "name": "Tesla", "product": {
+            "name": "All driver versions prior to 590.48.01", "product_id": "r590_aff"}},
+        {"category": "product_version", "name": "Tesla", "product": {
+            "name": "590.48.01", "product_id": "r590_fix"}}]})
+    d["vulnerabilities"] = [
+        {"cve": "CVE-2099-0001", "product_status": {"known_affected": ["r590_aff"],
+                                                    "fixed": ["r590_fix"]}},
+        {"cve": "CVE-2099-0003", "product_status": {"known_affected": ["r535_aff"],
+                                                    "fixed": ["r535_fix"]}},
+    ]
+    return d
+
+
+def _add_9902(feeds: Feeds) -> None:
+    doc = json.dumps(_relisting_doc()).encode()
+    body, _ = feeds.files[f"/csaf/{Y}/CVE_index.csv"]
+    feeds.put(f"/csaf/{Y}/CVE_index.csv", body + b"CVE-2099-0003;7.8;HIGH;x;CWE-20;9902;Tesla;x;y\n")
+    feeds.put(f"/csaf/{Y}/9902/9902.json", doc)
+    feeds.put(f"/csaf/{Y}/9902/9902.json.sha256", _sha(doc))
+
+
+def test_bad_checksum_skips_only_that_bulletin(
     env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     feeds, url = https
-    old = _old_db(url, capsys)
+    _add_9902(feeds)
     body, _ = feeds.files[f"/csaf/{Y}/9901/9901.json"]
     feeds.put(f"/csaf/{Y}/9901/9901.json", body.replace(b"Tesla", b"Tesl4"))
-    assert main(_args(url)) == 3
-    line = _one_line(capsys)
-    assert "checksum mismatch" in line and "9901.json" in line
-    assert user_db_path().read_bytes() == old
+    assert main([*_args(url)[:2], *_args(url)[3:]]) == 0  # without -q: the summary
+    out = capsys.readouterr().out
+    assert "1 entries skipped" in out
+    assert f"skipped: {url}/csaf/{Y}/9901/9901.json: checksum mismatch" in out
+    ids = {a.id for a in load_active()}
+    assert "NVIDIA-9902" in ids and "NVIDIA-9901" not in ids
     assert [p.name for p in user_db_path().parent.iterdir()] == ["advisories.json"]  # no debris
+
+
+def test_crlf_hash_accepted_only_when_published_for_that_form(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    body = json.dumps(csaf_doc(), indent=1).encode()  # LF line ends, as stored by git
+    feeds.put(f"/csaf/{Y}/9901/9901.json", body)
+    feeds.put(f"/csaf/{Y}/9901/9901.json.sha256", _sha(body.replace(b"\n", b"\r\n")))
+    assert main(_args(url)) == 0
+    capsys.readouterr()
+    assert "NVIDIA-9901" in {a.id for a in load_active()}
+    feeds.put(f"/csaf/{Y}/9901/9901.json.sha256", _sha(body + b"\n"))  # neither form
+    assert main(_args(url)[:2] + _args(url)[3:]) == 0
+    assert "9901.json: checksum mismatch" in capsys.readouterr().out
+    assert "NVIDIA-9901" not in {a.id for a in load_active()}
+
+
+def test_relisting_bulletin_is_merged_not_dropped(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    _add_9902(feeds)
+    assert main(_args(url)) == 0
+    db = load_active()
+    old, new = db.get("NVIDIA-9901"), db.get("NVIDIA-9902")
+    assert old is not None and new is not None and new.id == "NVIDIA-9902"
+    # CVE-2099-0001 is kept once, in the newer bulletin, with the branches of both
+    assert [v.id for v in old.vulnerabilities] == ["CVE-2099-0002"]
+    v1 = next(v for v in new.vulnerabilities if v.id == "CVE-2099-0001")
+    assert {a.branch for a in v1.affected if a.target == "nvidia-driver"} >= {"580", "535", "590"}
+    assert {v.id for v in new.vulnerabilities} == {"CVE-2099-0001", "CVE-2099-0003"}
 
 
 def test_osv_md5_mismatch_keeps_old_db(
@@ -285,17 +349,21 @@ def test_invalid_data_keeps_old_db(
 ) -> None:
     feeds, url = https
     old = _old_db(url, capsys)
+    cur_body, _ = feeds.files["/curated/advisories.json"]
     bad = b'{"schema": "gpusbom/advisories/1", "built": "2099-01-01", "advisories": [{"id": 1}]}'
     feeds.put("/curated/advisories.json", bad)
     feeds.put("/curated/advisories.json.sha256", _sha(bad))  # checksum fine, content not
     assert main(_args(url)) == 3
     assert "invalid data" in _one_line(capsys)
     assert user_db_path().read_bytes() == old
+    # a bulletin that is not JSON (its checksum fine) skips that bulletin only
+    feeds.put("/curated/advisories.json", cur_body)
+    feeds.put("/curated/advisories.json.sha256", _sha(cur_body))
     feeds.put(f"/csaf/{Y}/9901/9901.json", b"{not json")
     feeds.put(f"/csaf/{Y}/9901/9901.json.sha256", _sha(b"{not json"))
-    assert main(_args(url)) == 3
-    assert "invalid data" in _one_line(capsys)
-    assert user_db_path().read_bytes() == old
+    assert main(_args(url)[:2] + _args(url)[3:]) == 0
+    assert "9901.json: invalid data: not JSON" in capsys.readouterr().out
+    assert "NVIDIA-9901" not in {a.id for a in load_active()}
 
 
 def test_offline_keeps_old_db_and_bundled_is_used_without_one(

@@ -51,6 +51,7 @@ from .db import (
     cache_dir,
     load_bundle_text,
     load_bundled,
+    merge_records,
     user_db_path,
     validate_record,
 )
@@ -82,11 +83,14 @@ class UpdateReport:
     built: str
     feeds: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # entries not turned into records
+    merged: list[str] = field(default_factory=list)  # CVEs carried by several records
 
     def summary(self) -> str:
         parts = [f"{f['name']}: {f['records']} records" for f in self.feeds]
-        return (f"{self.path}: {self.advisories} advisories (built {self.built}; "
-                + "; ".join(parts) + f"; {len(self.skipped)} entries skipped)")
+        text = (f"{self.path}: {self.advisories} advisories (built {self.built}; "
+                + "; ".join(parts) + f"; {len(self.skipped)} entries skipped"
+                + (f"; {len(self.merged)} re-listed CVEs merged" if self.merged else "") + ")")
+        return "\n".join([text, *(f"  skipped: {s}" for s in self.skipped)])
 
 
 def resolve_sources(overrides: Iterable[str] = ()) -> dict[str, str | None]:
@@ -220,6 +224,33 @@ def _verified(fetch: _Fetcher, url: str) -> bytes:
     return data
 
 
+class _TransportError(UpdateError):
+    """The server could not be read (connection, HTTP error, short body)."""
+
+
+def _verified_bulletin(fetch: _Fetcher, url: str) -> bytes:
+    """One bulletin checked against its published ``.sha256``. NVIDIA published a few
+    hashes of the CRLF form of their file (5449, 5586, 5703, 5708): that form is accepted
+    only when the published hash is exactly the CRLF form's. Anything else raises
+    ``UpdateError`` for this bulletin alone."""
+    try:
+        published = fetch.get(url + ".sha256", missing_ok=True)
+        data = fetch.get(url, missing_ok=True)
+    except UpdateError as exc:
+        raise _TransportError(str(exc)) from None
+    if published is None or data is None:
+        raise UpdateError(f"{url}: not published (HTTP 404{' for .sha256' if data else ''}); "
+                          "bulletin skipped")
+    want = _sha256_of(published, url + ".sha256")
+    if hashlib.sha256(data).hexdigest() == want:
+        return data
+    crlf = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if hashlib.sha256(crlf).hexdigest() == want:
+        return data
+    raise UpdateError(f"{url}: checksum mismatch (published {want[:16]}..., downloaded "
+                      f"{hashlib.sha256(data).hexdigest()[:16]}...); bulletin skipped")
+
+
 def _json(data: bytes, url: str) -> Any:
     try:
         return loads_json(data)
@@ -254,19 +285,32 @@ def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
         raise UpdateError(f"{base}: no CSAF index found (CVE_index.csv of {FIRST_CSAF_YEAR}-"
                           f"{year_now})")
 
-    def one(item: tuple[str, str]) -> tuple[str, bytes]:
+    def one(item: tuple[str, str]) -> tuple[str, bytes | None]:
         year, bid = item
         url = f"{base}/{year}/{bid}/{bid}.json"
-        return url, _verified(fetch, url)
+        try:
+            return url, _verified_bulletin(fetch, url)
+        except UpdateError as exc:
+            if isinstance(exc, _TransportError):
+                raise  # the feed itself failed: keep the old database
+            skipped.append(f"{url}: {exc.args[0].split(': ', 1)[-1]}")
+            return url, None
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         got = list(pool.map(one, docs))
     records = []
     phrases = parsed = 0
     for url, data in got:
-        doc = _json(data, url)
+        if data is None:
+            continue
+        try:
+            doc = _json(data, url)
+        except UpdateError as exc:
+            skipped.append(f"{url}: {exc.args[0].split(': ', 1)[-1]}")
+            continue
         if not isinstance(doc, dict) or "document" not in doc:
-            raise UpdateError(f"{url}: invalid data: not a CSAF document")
+            skipped.append(f"{url}: invalid data: not a CSAF document")
+            continue
         try:
             imp = import_csaf(doc, source_url=url)
         except MalformedDocumentError as exc:
@@ -362,22 +406,8 @@ def _curated_feed(fetch: _Fetcher, url: str | None) -> tuple[list[dict[str, Any]
 
 
 def _merge(groups: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """First one wins: a record whose id, or whose vulnerability ids, were already given by
-    an earlier record (curated before NVIDIA CSAF before OSV) is left out, so one CVE on one
-    product is not reported twice."""
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for recs in groups:
-        for rec in sorted(recs, key=lambda r: str(r.get("id"))):
-            names = {str(rec["id"]).upper()} | {
-                str(x).upper() for v in rec.get("vulnerabilities", [])
-                for x in (v.get("id"), *v.get("aliases", [])) if x
-            }
-            if names & seen:
-                continue
-            seen |= names
-            out.append(rec)
-    return out
+    """Every feed's records as one set (``db.merge_records``): nothing is dropped whole."""
+    return merge_records(groups)[0]
 
 
 def update(
@@ -403,7 +433,10 @@ def update(
         tmp = Path(tmpd)
         say("curated records")
         recs, info = _curated_feed(fetch, sources.get("curated"))
-        groups.append(recs)
+        # a curated record that cites why (``override``) beats fresh vendor data; the rest
+        # of the curated copy comes last: fresh vendor data supersedes it
+        groups.append([r for r in recs if r.get("override")])
+        curated_rest = [r for r in recs if not r.get("override")]
         feeds.append({**info, "records": len(recs)})
         if sources.get("nvidia-csaf"):
             say("NVIDIA CSAF bulletins")
@@ -415,7 +448,7 @@ def update(
             recs, info = _osv_feed(fetch, str(sources["osv"]), ecosystems, tmp, skipped)
             groups.append(recs)
             feeds.append({**info, "records": len(recs)})
-        records = _merge(groups)
+        records, merged = merge_records([*groups, curated_rest])
         built = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
         built = built.replace("+00:00", "Z")
         text = json.dumps(bundle(records, built, feeds=feeds), indent=1, sort_keys=True,
@@ -432,7 +465,7 @@ def update(
         os.replace(staged, dest)
     _fsync_dir(dest.parent)
     return UpdateReport(path=dest, advisories=len(db), built=built, feeds=feeds,
-                        skipped=skipped)
+                        skipped=skipped, merged=merged)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -152,16 +152,45 @@ def parse_arch(name: str) -> tuple[str | None, str | None, str | None]:
         branch = bm.group(1)
         inner = (inner[: bm.start()] + inner[bm.end():]).strip()
     variant = inner or None
-    platform = None
-    if plat:
-        names = [x.strip().lower() for x in plat.split(",") if x.strip()]
-        if names == ["all"] or (len(names) > 1 and set(names) <= {"linux", "windows"}):
-            platform = None  # "Windows, Linux": the entry applies to both
-        elif names and names[0] in ("linux", "windows"):
-            platform = names[0]
+    return platform_of(plat), branch, variant
+
+
+_PLATFORM_SPLIT = re.compile(r"\s*(?:,|/|&|\band\b)\s*", re.I)
+_LINUX_WORDS = re.compile(r"^(?:linux|ubuntu.*|debian.*|rhel.*|red hat.*|centos.*|rocky.*|sles.*|"
+                          r"suse.*|jetpack.*|jetson.*|kubernetes|k8s|docker|container.*)$", re.I)
+
+
+def platform_of(text: str | None) -> str | None:
+    """A CSAF/CVE platform phrase -> ``linux`` / ``windows`` / ``macos``, None when it
+    covers every platform including Linux (``All platforms``, ``Windows and Linux``,
+    ``Linux and Windows``, ``Windows, Linux, MacOS``, ``Linux/MacOS``); any other phrase
+    is returned as written (a platform no Linux target matches)."""
+    if not text or not text.strip():
+        return None
+    names = [x.strip().lower() for x in _PLATFORM_SPLIT.split(text.strip()) if x.strip()]
+    if not names or names[0] in ("all", "all platforms", "any"):
+        return None
+    kinds = set()
+    for n in names:
+        if _LINUX_WORDS.match(n):
+            kinds.add("linux")
+        elif n.startswith("windows"):
+            kinds.add("windows")
+        elif n in ("macos", "mac os", "mac", "osx", "os x"):
+            kinds.add("macos")
         else:
-            platform = plat
-    return platform, branch, variant
+            kinds.add("?")
+    if kinds == {"linux"}:
+        return "linux"
+    if "linux" in kinds:
+        return None  # the entry applies to Linux among others
+    if kinds == {"windows"}:
+        return "windows"
+    if kinds == {"macos"}:
+        return "macos"
+    if kinds <= {"windows", "macos"}:
+        return "windows"
+    return text.strip()
 
 
 @dataclass
@@ -232,30 +261,56 @@ def _walk(branches: Iterable[dict[str, Any]], ctx: dict[str, Any], out: dict[str
         _walk(b.get("branches") or (), c, out)
 
 
-# vendor product names / CPE products -> gpusbom targets
-_DRIVER_PRODUCTS = re.compile(
-    r"^(GeForce|NVIDIA RTX.*|Quadro.*|Tesla|NVIDIA (?:RTX PRO|Data Center).*|Guest driver|"
-    r"NVIDIA GPU Display Driver|GPU Display Driver|Data Center GPU.*)$",
-    re.I,
-)
-_TARGETS_BY_NAME = [
-    (re.compile(r"container[ _]toolkit", re.I), "nvidia-container-toolkit", "semver"),
-    (re.compile(r"gpu[ _]operator", re.I), "nvidia-gpu-operator", "semver"),
-    (re.compile(r"virtual gpu manager", re.I), "nvidia-vgpu-manager", "nvidia-driver"),
-    (re.compile(r"^(?:NVIDIA )?CUDA Toolkit$", re.I), "cuda-toolkit", "semver"),
-    (re.compile(r"triton inference server", re.I), "triton-inference-server", "semver"),
-]
-
-
 def target_of(p: CsafProduct) -> tuple[str | None, str]:
-    """(gpusbom target, version scheme) for a vendor product; target None when unmapped."""
-    name = p.product or p.name
-    for rx, target, scheme in _TARGETS_BY_NAME:
-        if rx.search(name) or (p.cpe and rx.search(p.cpe.replace("_", " "))):
-            return target, scheme
-    if _DRIVER_PRODUCTS.match(name) or (p.cpe and ":gpu_display_driver" in p.cpe):
-        return "nvidia-driver", "nvidia-driver"
-    return None, "semver"
+    """(gpusbom target, version scheme) for a vendor product, from the product-identity
+    catalog (its vendor strings, then its CPE); target None when unmapped."""
+    from ... import catalog
+
+    name = (p.product or p.name).strip()
+    row = catalog.by_vendor_string(name, "NVIDIA")
+    if row is None and p.cpe:
+        rows = catalog.by_cpe(p.cpe)
+        row = rows[0] if rows else None
+    if row is None:
+        return None, "semver"
+    return row.id, row.scheme or "semver"
+
+
+_KERNEL = re.compile(r"\bkernel[ -]mode\b|\bkernel (?:driver|module|layer)\b|\.ko\)|\bnvidia(?:-uvm)?\.ko\b|"
+                     r"Unified Memory driver|\bGPU kernel driver\b|kernel mode layer", re.I)
+_USER = re.compile(r"\buser[ -]mode (?:layer|driver|component)\b|\bOpenGL\b|\bVulkan\b|"
+                   r"\bOpenCL\b|\bCUDA driver\b|\bnvidia-smi\b|\bNVML\b", re.I)
+
+
+def _facts(v: dict[str, Any]) -> dict[str, Any]:
+    """Facts a finding needs, from a CSAF vulnerability (no prose is kept): the CWE, the
+    driver layer the summary names (``kernel`` when it names only the kernel-mode
+    driver: the basis of auto-VEX on images, which hold no kernel modules), and the CUDA
+    Toolkit tools/libraries it names (``parts``)."""
+    from ... import catalog
+
+    out: dict[str, Any] = {}
+    cwe = v.get("cwe") or {}
+    if isinstance(cwe, dict) and isinstance(cwe.get("id"), str):
+        out["cwe"] = [cwe["id"]]
+    text = " ".join(str(n.get("text", "")) for n in v.get("notes") or []
+                    if isinstance(n, dict) and n.get("category") in ("summary", "description"))
+    if text:
+        kernel, user = bool(_KERNEL.search(text)), bool(_USER.search(text))
+        if kernel and not user:
+            out["layer"] = "kernel"
+        elif user and not kernel:
+            out["layer"] = "user"
+        parts = [p for p in catalog.get("cuda-toolkit").parts
+                 if re.search(rf"\b{re.escape(p)}\b", text, re.I)]
+        if parts:
+            out["parts"] = parts
+        if re.search(r"\bfor (?:all platforms|Windows and Linux|Linux and Windows)\b", text, re.I):
+            out["platform_phrase"] = "windows-and-linux"
+    title = v.get("title")
+    if isinstance(title, str) and title.strip():
+        out["title"] = title.strip()
+    return out
 
 
 def _score(s: dict[str, Any]) -> list[dict[str, Any]]:
@@ -396,7 +451,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
             if conditions:
                 g["note"] = "; ".join([*([g["note"]] if g.get("note") else []), *conditions])
             affected.append(g)
-        vulns_out.append({"id": vid, "severity": scores, "affected": affected})
+        vulns_out.append({"id": vid, **_facts(v), "severity": scores, "affected": affected})
     rid = f"NVIDIA-{tid}" if vendor == "NVIDIA" and tid and not tid.upper().startswith("NVIDIA") else tid
     initial = str(tracking.get("initial_release_date") or "")[:10]
     current = str(tracking.get("current_release_date") or "")[:10] or None
@@ -450,3 +505,51 @@ def _drop_unparsable(g: dict[str, Any], imp: CsafImport) -> None:
 
 def _clean(v: str) -> str:
     return v[1:] if v[:1] in ("v", "V") and v[1:2].isdigit() else v
+
+
+_FINDABLE_PLATFORMS = (None, "linux")
+
+
+def gpu_record(imp: CsafImport) -> tuple[dict[str, Any] | None, str | None]:
+    """The record gpusbom keeps of an imported bulletin, or (None, why not).
+
+    Kept per CVE: entries for Linux (or for every platform), plus, for a product that a
+    CVE lists only on other platforms, its Windows entries (so that a Linux target is
+    shown not affected: ``windows-only``). Dropped: products no scan can find (a product
+    row with no package names or collector ids, e.g. the vGPU manager on the hypervisor
+    host) and hypervisor platforms."""
+    from ... import catalog
+
+    rec = imp.record
+    seen_targets: set[str] = set()
+    kept_targets: set[str] = set()
+    for v in rec["vulnerabilities"]:
+        keep = []
+        by_target: dict[str, list[dict[str, Any]]] = {}
+        for a in v["affected"]:
+            by_target.setdefault(a["target"], []).append(a)
+        for target, entries in by_target.items():
+            seen_targets.add(target)
+            row = catalog.get(target)
+            if not (row.names or row.collector):
+                continue
+            linux = [a for a in entries if a.get("platform") in _FINDABLE_PLATFORMS]
+            if linux:
+                keep.extend(linux)
+            else:
+                keep.extend(a for a in entries if a.get("platform") == "windows")
+        v["affected"] = keep
+        kept_targets.update(a["target"] for a in keep if a.get("platform") in _FINDABLE_PLATFORMS)
+    rec["vulnerabilities"] = [v for v in rec["vulnerabilities"] if v["affected"]]
+    if not seen_targets:
+        names = sorted(set(imp.unmapped))
+        return None, "no GPU-stack product in the catalog: " + ", ".join(names[:6]) + (
+            " ..." if len(names) > 6 else "")
+    if not kept_targets:
+        unfindable = sorted(t for t in seen_targets
+                            if not (catalog.get(t).names or catalog.get(t).collector))
+        if unfindable and set(unfindable) == seen_targets:
+            return None, ("only products no scan can identify: " + ", ".join(unfindable))
+        return None, "no Linux entry (" + ", ".join(sorted(seen_targets)) + " on other platforms only)"
+    rec["aliases"] = sorted({v["id"] for v in rec["vulnerabilities"]} - {rec["id"]})
+    return rec, None
