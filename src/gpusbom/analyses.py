@@ -24,5 +24,7 @@ def match_advisories(result: ScanResult, db: AdvisoryDB | None = None) -> None:
 
     db = db or load_active()
     kept = [f for f in result.findings if f.kind != "advisory"]
-    result.findings = kept + match(result.components, db)
+    # what the scan saw decides which "not affected" proofs hold (an SBOM proves no absence)
+    kind = result.target.kind if result.target.kind in ("image", "directory", "host") else None
+    result.findings = kept + match(result.components, db, target_kind=kind)
     result.advisory_db = describe(db, result.timestamp)

@@ -340,11 +340,20 @@ class AdvisoryMatch:
     urls: tuple[str, ...] = ()
     reason: str | None = None  # why affected / why review
     justification: str | None = None  # VEX justification for not-affected
+    rule: str | None = None  # the matcher rule that decided (advisories.matcher.RULES)
+    cwe: tuple[str, ...] = ()
+    cve_state: str | None = None  # disputed | rejected (the CVE record's state)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = asdict(self)
         d["aliases"] = list(self.aliases)
         d["urls"] = list(self.urls)
+        d["cwe"] = list(self.cwe)
+        for k in ("rule", "cve_state"):  # absent when unset: older reports read the same
+            if d[k] is None:
+                del d[k]
+        if not d["cwe"]:
+            del d["cwe"]
         return d
 
     @classmethod
@@ -352,6 +361,7 @@ class AdvisoryMatch:
         d = dict(d)
         d["aliases"] = tuple(d.get("aliases", ()))
         d["urls"] = tuple(d.get("urls", ()))
+        d["cwe"] = tuple(d.get("cwe", ()))
         return cls(**d)
 
 

@@ -147,7 +147,8 @@ def test_import_document() -> None:
     assert f.advisory and (f.advisory.status, f.advisory.fixed_version) == ("affected", "580.159.03")
     lib.version = "550.100.01"  # R550: not in the bulletin, older than R580 -> no fix
     (f,) = match([lib], db)
-    assert f.advisory and f.advisory.status == "affected" and f.advisory.fixed_version is None
+    assert f.advisory and f.advisory.status == "unsupported-branch"
+    assert f.advisory.fixed_version is None and f.advisory.rule == "unsupported-branch"
 
 
 def test_only_unparsable_phrase_becomes_review() -> None:

@@ -68,10 +68,12 @@ def test_driver_branch_rule_january_2026() -> None:
     assert _status(driver("570.211.01"), "CVE-2025-33219") is None
 
 
-def test_branch_missing_from_bulletin_is_unfixed() -> None:
-    # 5747 lists R590, R580, R570, R535: R550 has no fix there, whatever its number
+def test_branch_missing_from_bulletin_is_unsupported() -> None:
+    # 5747 lists R590, R580, R570, R535: R550 has no fix there, whatever its number; the
+    # vendor: "earlier branch releases ... may also be affected ... upgrade to the latest
+    # branch release" -> its own status, not plain "affected"
     status, fixed = _status(driver("550.163.01"), "CVE-2025-33219")
-    assert (status, fixed) == ("affected", None)
+    assert (status, fixed) == ("unsupported-branch", None)
     f = [x for x in match([driver("550.999.99")], DB) if x.id == "CVE-2025-33219"][0]
     assert "R550" in (f.detail or "") and "R570 570.211.01" in (f.detail or "")
     # a branch newer than every listed branch is not reported

@@ -265,8 +265,8 @@ def test_cve5_nvidia_shape() -> None:
     assert _status(drv, db, "CVE-2099-4001") == ("affected", "535.288.01")
     drv.version = "535.288.01"  # fixed in its branch though below the R580 fix
     assert _status(drv, db, "CVE-2099-4001") is None
-    drv.version = "550.163.01"  # R550 omitted: unfixed
-    assert _status(drv, db, "CVE-2099-4001") == ("affected", None)
+    drv.version = "550.163.01"  # R550 omitted, older than listed: the vendor's own status
+    assert _status(drv, db, "CVE-2099-4001") == ("unsupported-branch", None)
 
 
 def test_cve5_without_any_date_is_skipped() -> None:

@@ -23,20 +23,23 @@ that branch); a branch newer than every listed branch is not reported.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as _Pep
 
 from .. import catalog
-from ..model import AdvisoryMatch, Component, Finding, Product
+from ..model import AdvisoryMatch, Component, ComponentType, Finding, Product
 from .cuda_releases import ReleaseGuess, release_of
 from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
 from .triton_releases import container_of
 from .versions import InvalidVersion, Range, parse
 
-__all__ = ["SEVERITY_ORDER", "match", "severity_of"]
+__all__ = ["RULES", "SEVERITY_ORDER", "Verdict", "line_of", "match", "severity_of"]
 
 SEVERITY_ORDER = ("critical", "high", "medium", "low", "none", "unknown")
 _METADATA_METHODS = {"env", "label"}
@@ -145,7 +148,8 @@ def _catalog_identities(
     for row in dict.fromkeys(rows):
         if row.id in covered:
             continue
-        version = (catalog.product_version(row, c.ecosystem, c.version)
+        version = (None if row.version_rule == "none" else
+                   catalog.product_version(row, c.ecosystem, c.version)
                    or c.properties.get("product-version"))
         out.append((("catalog", "*", row.id), version, True))
     return out
@@ -211,63 +215,91 @@ def _next_fix(e: Affected, version: str) -> str | None:
     return min(above, key=lambda f: parse(scheme, f))
 
 
+class Verdict(NamedTuple):
+    """What the matcher concluded for one component and one CVE, and which rule decided."""
+
+    status: str  # affected | review | unsupported-branch | not-affected
+    fixed: str | None
+    reason: str
+    rule: str
+
+
+#: the rules a finding can name (``AdvisoryMatch.rule``); docs/advisories.md explains each
+RULES = (
+    "vendor-range",  # the version lies in a vendor range
+    "no-range",  # the vendor gives no machine-readable range
+    "version-unknown",  # the component's version is unknown or does not parse
+    "driver-branch",  # NVIDIA driver: the fix of the component's own branch
+    "product-line",  # NVIDIA driver: data-center vs GeForce/RTX fixes differ, line unknown
+    "unsupported-branch",  # NVIDIA driver: a branch absent from the bulletin, older than listed
+    "triton-release-table",  # Triton: server version -> NGC release
+    "prerelease-of-fix",  # an NGC pre-release build of the fixed release
+    "cuda-release",  # a CUDA component judged as its toolkit release
+    "metadata-only",  # the version is known only from image env/labels
+    "per-distro",  # a per-distribution-release advisory, the component's release unknown
+    "disputed-cve",  # the CVE record is disputed or rejected: never plainly affected
+    "windows-only",  # auto-VEX: the CVE lists the product only on Windows
+    "kernel-mode-on-image",  # auto-VEX: kernel-mode driver CVE, image holds user space only
+    "cuda-part-absent",  # auto-VEX: the CUDA tool/library the CVE names is not present
+)
+
+
 def _judge(
-    entries: list[Affected], c: Component, version: str | None
-) -> tuple[str, str | None, str] | None:
-    """(status, fixed version, reason) or None when not affected."""
+    entries: list[Affected], c: Component, version: str | None, ctx: _Ctx | None = None
+) -> Verdict | None:
+    """The verdict for one component against one CVE's entries, None when not affected."""
     if not entries:
         return None
     vague = [e for e in entries if not e.machine_readable]
     exact = [e for e in entries if e.machine_readable]
     if not exact:
-        return ("review", None, vague[0].no_range or "no machine-readable range")
+        return Verdict("review", None, vague[0].no_range or "no machine-readable range",
+                       "no-range")
     driver = [e for e in exact if e.scheme == "nvidia-driver" and e.variant is None]
     other = [e for e in exact if e.scheme != "nvidia-driver"]
     if not driver and not other:
         return None  # only vGPU / gaming variants: not what a plain driver component is
-    results: list[tuple[str, str | None, str]] = []
+    results: list[Verdict] = []
     if driver:
-        results.extend(_judge_driver(driver, version))
+        results.extend(_judge_driver(driver, version, ctx or _Ctx()))
     for e in other:
         v = c.properties.get(e.version_of) if e.version_of else version
         via = ""
         if not v and e.version_of == "container-release" and version:
             rel = container_of(version)
             if rel is not None:
-                # rule triton-release-table: the server version decides the NGC release
                 v, via = rel.container, (f"server {version} is NGC release {rel.container} "
                                          f"({rel.source}); ")
         if not v:
             what = e.version_of or "version"
-            results.append(("review", None, f"{what} unknown; vendor range needs it"))
+            results.append(Verdict("review", None, f"{what} unknown; vendor range needs it",
+                                   "version-unknown"))
             continue
         try:
             hit = _entry_affects(e, v)
         except InvalidVersion as exc:
-            results.append(("review", None, f"cannot compare: {exc}"))
+            results.append(Verdict("review", None, f"cannot compare: {exc}", "version-unknown"))
             continue
         if hit:
             fix = _next_fix(e, v)
             reason = f"{via}{v} in vendor range {_describe(e)}"
             if e.scheme == "pep440" and fix and _ngc_prerelease_of(v, fix):
-                results.append(
-                    ("review", fix, f"{v} is a pre-release build of the fixed release {fix}; "
-                     "whether it carries the fix is not known")
-                )
+                results.append(Verdict(
+                    "review", fix, f"{v} is a pre-release build of the fixed release {fix}; "
+                    "whether it carries the fix is not known", "prerelease-of-fix"))
             else:
-                results.append(("affected", fix, reason))
-    if not results:
-        return None
-    for want in ("affected", "review"):
+                results.append(Verdict("affected", fix, reason,
+                                       "triton-release-table" if via else "vendor-range"))
+    for want in ("affected", "unsupported-branch", "review"):
         for r in results:
-            if r[0] == want:
+            if r.status == want:
                 return r
     return None
 
 
 def _judge_release(
     entries: list[Affected], c: Component, guess: ReleaseGuess
-) -> tuple[str, str | None, str] | None:
+) -> Verdict | None:
     """A CUDA component judged as the toolkit release it ships with.
 
     Never more than ``review``: a toolkit bulletin names the CUDA Toolkit as a whole (its
@@ -280,17 +312,19 @@ def _judge_release(
         got = _judge(entries, c, guess.release)
         if got is None:
             return None
-        return ("review", got[1], f"{guess.how}; {got[2]}; {caveat}")
+        return Verdict("review", got.fixed, f"{guess.how}; {got.reason}; {caveat}",
+                       "cuda-release")
     assert guess.lowest is not None and guess.highest is not None  # noqa: S101 - type narrowing of an invariant
     lo, hi = _judge(entries, c, guess.lowest), _judge(entries, c, guess.highest)
     if lo is None and hi is None:
         return None
-    if lo is not None and hi is not None and lo[0] == hi[0] == "affected":
-        return ("review", lo[1], f"{guess.how}; every such release is in the vendor range "
-                f"({lo[2]}); {caveat}")
-    return ("review", (lo or hi or (None, None, ""))[1],
-            f"{guess.how}; some {guess.lowest}.x releases are affected, others not: "
-            "the exact release is unknown")
+    if lo is not None and hi is not None and lo.status == hi.status == "affected":
+        return Verdict("review", lo.fixed, (f"{guess.how}; every such release is in the vendor "
+                                            f"range ({lo.reason}); {caveat}"), "cuda-release")
+    either = lo or hi
+    return Verdict("review", either.fixed if either else None,
+                   (f"{guess.how}; some {guess.lowest}.x releases are affected, others not: "
+                    "the exact release is unknown"), "cuda-release")
 
 
 def _ngc_prerelease_of(v: str, fix: str) -> bool:
@@ -313,42 +347,100 @@ def _describe(e: Affected) -> str:
     return prefix + (", ".join(p for p in parts if p) or "(all)")
 
 
-def _judge_driver(entries: list[Affected], version: str | None) -> list[tuple[str, str | None, str]]:
+@dataclass(frozen=True)
+class _Ctx:
+    """What the driver rules need beyond one CVE's entries."""
+
+    bulletin_branches: frozenset[int] = frozenset()  # Linux driver branches of the bulletin
+    line: str | None = None  # "datacenter" | "workstation": the host's NVIDIA GPUs
+
+
+_DATACENTER = re.compile(r"^Tesla$|Data Center|\bHGX\b|\bDGX\b", re.IGNORECASE)
+_WORKSTATION = re.compile(r"GeForce|RTX|Quadro|NVS|Studio|TITAN", re.IGNORECASE)
+_VENDOR_SENTENCE = ("the vendor: earlier branch releases may also be affected; upgrade to "
+                    "the latest branch release")
+
+
+def line_of(vendor_product: str | None) -> str | None:
+    """The product line of a driver entry: ``datacenter`` (Tesla, Data Center GPU),
+    ``workstation`` (GeForce, RTX, Quadro, NVS), None when the entry names neither."""
+    if not vendor_product:
+        return None
+    if _DATACENTER.search(vendor_product):
+        return "datacenter"
+    if _WORKSTATION.search(vendor_product):
+        return "workstation"
+    return None
+
+
+def _judge_driver(entries: list[Affected], version: str | None, ctx: _Ctx) -> list[Verdict]:
     if not version:
-        return [("review", None, "driver version unknown")]
+        return [Verdict("review", None, "driver version unknown", "version-unknown")]
     try:
         key = parse("nvidia-driver", version)
     except InvalidVersion as exc:
-        return [("review", None, f"cannot compare: {exc}")]
-    branch = str(key[0])
-    mine = [e for e in entries if e.branch == branch]
+        return [Verdict("review", None, f"cannot compare: {exc}", "version-unknown")]
+    branch = int(key[0])
+    mine = [e for e in entries if e.branch == str(branch)]
     unbranched = [e for e in entries if e.branch is None]
-    out: list[tuple[str, str | None, str]] = []
-    for e in mine + unbranched:
-        if _entry_affects(e, version):
-            out.append(("affected", _next_fix(e, version), f"{version} in vendor range {_describe(e)}"))
-    if mine or out:
-        return out
-    branched = [e for e in entries if e.branch is not None]
-    if not branched:
-        return out
-    listed = sorted({int(e.branch) for e in branched if e.branch and e.branch.isdigit()})
-    if listed and int(branch) < listed[-1]:
+    if mine or unbranched:
+        return _judge_lines(mine + unbranched, version, ctx)
+    listed = sorted({int(e.branch) for e in entries if e.branch and e.branch.isdigit()})
+    in_bulletin = ctx.bulletin_branches or frozenset(listed)
+    if branch in in_bulletin:
+        return []  # per-CVE product tree: the bulletin lists this branch, not for this CVE
+    if listed and branch < max(in_bulletin):
         fixes = []
         for b in listed:
-            fx = sorted(
-                {f for e in branched if e.branch == str(b) for f in e.fixed},
-                key=lambda f: parse("nvidia-driver", f),
-            )
+            fx = sorted({f for e in entries if e.branch == str(b) for f in e.fixed},
+                        key=lambda f: parse("nvidia-driver", f))
             if fx:
                 fixes.append(f"R{b} {fx[-1]}")
-        return [(
-            "affected",
-            None,
-            f"branch R{branch} is not in the bulletin: no fix in this branch; fixed branches: "
-            + ", ".join(fixes),
-        )]
-    return out  # a branch newer than every branch the bulletin lists
+        return [Verdict(
+            "unsupported-branch", None,
+            f"branch R{branch} is not in the bulletin ({_VENDOR_SENTENCE}); fixed branches: "
+            + ", ".join(fixes), "unsupported-branch")]
+    return []  # a branch newer than every branch the bulletin lists: not affected
+
+
+def _judge_lines(entries: list[Affected], version: str, ctx: _Ctx) -> list[Verdict]:
+    """One branch's entries: per product line when the lines' fixes differ."""
+    by_line: dict[str | None, list[Affected]] = {}
+    for e in entries:
+        by_line.setdefault(line_of(e.vendor_product), []).append(e)
+
+    def verdict(es: list[Affected]) -> Verdict | None:
+        hits = [e for e in es if _entry_affects(e, version)]
+        if not hits:
+            return None
+        fixes = [f for f in (_next_fix(e, version) for e in hits) if f]
+        fix = min(fixes, key=lambda f: parse("nvidia-driver", f)) if fixes else None
+        return Verdict("affected", fix, f"{version} in vendor range {_describe(hits[0])}",
+                       "driver-branch")
+
+    if ctx.line in by_line:
+        got = verdict(by_line[ctx.line])
+        what = "data-center" if ctx.line == "datacenter" else "GeForce/RTX"
+        return [got._replace(reason=f"{got.reason} ({what} line: the host's GPUs)")] if got else []
+    lines = {k: verdict(v) for k, v in by_line.items()}
+    got_any = [v for v in lines.values() if v is not None]
+    if not got_any:
+        return []
+    fixes = {k: sorted({f for e in by_line[k] for f in e.fixed},
+                       key=lambda f: parse("nvidia-driver", f)) for k in by_line}
+    if len(got_any) == len(lines) and len({v.fixed for v in got_any}) <= 1:
+        return [got_any[0]]  # every line agrees
+    desc = "; ".join(f"{_LINE_NAMES.get(k, 'other')}: "
+                     f"{'affected, fixed in ' + str(v.fixed) if v else 'fixed (' + ', '.join(fixes[k]) + ')'}"
+                     for k, v in sorted(lines.items(), key=lambda kv: str(kv[0])))
+    best = max(got_any, key=lambda v: parse("nvidia-driver", v.fixed) if v.fixed else (0,))
+    return [Verdict("review", best.fixed,
+                    f"{version}: the product line is undetermined and the vendor's fixes "
+                    f"differ by line ({desc})", "product-line")]
+
+
+_LINE_NAMES = {"datacenter": "data-center (Tesla)", "workstation": "GeForce/RTX/Quadro",
+               None: "other"}
 
 
 def _best_score(v: Vulnerability) -> tuple[float | None, str | None, str | None]:
@@ -358,10 +450,63 @@ def _best_score(v: Vulnerability) -> tuple[float | None, str | None, str | None]
     return None, None, None
 
 
+def _host_line(components: list[Component]) -> str | None:
+    """``datacenter`` / ``workstation`` when every NVIDIA GPU a host scan found is of that
+    line (by the GPU model table), else None."""
+    from ..compat.tables import find_model
+
+    lines = set()
+    for c in components:
+        if c.type is not ComponentType.DEVICE or c.properties.get("vendor") != "nvidia":
+            continue
+        m = find_model(c.name, c.properties.get("pci:device-id"))
+        if m is None or m.data_center is None:
+            return None
+        lines.add("datacenter" if m.data_center else "workstation")
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _bulletin_branches(adv: Advisory) -> frozenset[int]:
+    return frozenset(int(a.branch) for v in adv.vulnerabilities for a in v.affected
+                     if a.target == "nvidia-driver" and a.branch and a.branch.isdigit()
+                     and a.variant is None and a.platform in (None, "linux"))
+
+
+_KERNEL_FILES = re.compile(r"(?:^|/)lib/modules/|\.ko(?:\.xz|\.zst|\.gz)?$|\.run$")
+
+
+def _kernel_code_in(components: list[Component]) -> bool:
+    """Whether any component's evidence is a kernel module or a driver installer."""
+    return any(e.path and _KERNEL_FILES.search(e.path) for c in components for e in c.evidence)
+
+
+def _auto_vex(
+    v: Verdict, vuln: Vulnerability, target: str, c: Component, *, target_kind: str | None,
+    kernel_code: bool, path: str | None,
+) -> Verdict:
+    """Proven not affected (auto-VEX) from the evidence the scan has; the justification
+    names the evidence. The raw verdict stays in the reason."""
+    if (target == "nvidia-driver" and vuln.layer == "kernel" and target_kind == "image"
+            and not kernel_code):
+        where = path or c.name
+        return Verdict(
+            "not-affected", v.fixed,
+            f"component_not_present: the vendor places {vuln.id} in the kernel-mode driver; "
+            f"this image holds only the user-space library {where} and no kernel module "
+            f"(the kernel module is the host's) [raw: {v.status}, {v.reason}]",
+            "kernel-mode-on-image")
+    return v
+
+
 def match(
-    components: Iterable[Component], db: AdvisoryDB, *, platform: str = "linux"
+    components: Iterable[Component], db: AdvisoryDB, *, platform: str = "linux",
+    target_kind: str | None = None,
 ) -> list[Finding]:
-    """Every advisory finding for ``components`` (affected or review), sorted."""
+    """Every advisory finding for ``components``, sorted.
+
+    ``target_kind`` (``image`` | ``host`` | ``directory`` | None for SBOM input) enables the
+    analyses that need to know what the scan saw: kernel-mode driver CVEs are not affected
+    on an image that holds no kernel module."""
     idx = _index(db)
     components = list(components)
     # CUDA components are judged as their toolkit release only where no toolkit root
@@ -369,9 +514,12 @@ def match(
     toolkit_at = {c.properties.get("location") for c in components
                   if c.properties.get("stack") == "cuda"
                   and c.properties.get("product") == "cuda-toolkit"}
+    line = _host_line(components) if target_kind == "host" else None
+    kernel_code = _kernel_code_in(components) if target_kind == "image" else True
     findings: list[Finding] = []
-    entries_cache: dict[tuple[int, str], tuple[list[Affected], bool, bool]] = {}
-    verdicts: dict[tuple[object, ...], tuple[str, str | None, str] | None] = {}
+    entries_cache: dict[tuple[int, str], tuple[list[Affected], bool, bool, list[Affected]]] = {}
+    verdicts: dict[tuple[object, ...], Verdict | None] = {}
+    branches: dict[str, _Ctx] = {}
     for c in components:
         seen: set[tuple[str, str]] = set()
         for key, version, via_product in _identities(c):
@@ -388,43 +536,69 @@ def match(
                 ekey = (id(vuln), target)
                 cached = entries_cache.get(ekey)
                 if cached is None:
-                    entries = [
-                        a for a in vuln.affected
-                        if a.target == target and a.platform in (None, platform)
-                    ]
+                    mine = [a for a in vuln.affected if a.target == target]
+                    entries = [a for a in mine if a.platform in (None, platform)]
+                    elsewhere = [a for a in mine if a.platform not in (None, platform)]
                     cached = entries_cache[ekey] = (
                         entries, any(e.distro for e in entries),
-                        any(e.version_of for e in entries))
-                entries, per_distro, per_prop = cached
+                        any(e.version_of for e in entries), elsewhere)
+                entries, per_distro, per_prop, elsewhere = cached
+                windows_only = not entries and bool(elsewhere)
+                if windows_only:
+                    entries = [dataclasses.replace(a, platform=None) for a in elsewhere]
                 cdist = None
                 if per_distro:
                     cdist = _distro(c)
                     entries = [e for e in entries if e.distro in (None, cdist) or cdist == "?"]
                 props = tuple(c.properties.get(e.version_of) for e in entries
                               if e.version_of) if per_prop else ()
-                vkey = (id(vuln), target, version, props, cdist)
+                ctx = branches.get(adv.id)
+                if ctx is None:
+                    ctx = branches[adv.id] = _Ctx(_bulletin_branches(adv), line)
+                vkey = (id(vuln), target, version, props, cdist, windows_only)
                 if via_release is not None:
                     verdict = _judge_release(entries, c, via_release)
                 elif vkey in verdicts:
                     verdict = verdicts[vkey]
                 else:
-                    verdict = verdicts[vkey] = _judge(entries, c, version)
+                    verdict = verdicts[vkey] = _judge(entries, c, version, ctx)
                 if verdict is None:
                     continue
                 seen.add((adv.id, vuln.id))
-                status, fixed, reason = verdict
+                status, fixed, reason, rule = verdict
                 if cdist == "?" and status == "affected":
-                    status = "review"
+                    status, rule = "review", "per-distro"
                     reason += ("; the advisory is per distribution release and the component's "
                                "release is unknown")
+                if vuln.state in ("disputed", "rejected") and status in (
+                        "affected", "unsupported-branch"):
+                    status, rule = "review", "disputed-cve"
+                    reason += f"; the CVE is {vuln.state}: the vendor's claim is contested"
                 if status == "affected" and c.evidence and all(
                     e.method in _METADATA_METHODS for e in c.evidence
                 ):
-                    status = "review"
+                    status, rule = "review", "metadata-only"
                     reason += "; the version is known only from image metadata (env/label)"
-                score, stype, vector = _best_score(vuln)
-                aliases = tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)} - {vuln.id}))
                 path = _evidence_path(c, via_product)
+                justification = None
+                if windows_only:
+                    plats = sorted({str(a.platform) for a in elsewhere})
+                    justification = (
+                        f"vulnerable_code_not_present: the vendor lists {target} for {vuln.id} "
+                        f"only on {', '.join(plats)}; this is a {platform.capitalize()} target "
+                        f"(gpusbom analysis) [raw: {status}, {reason}]")
+                    status, rule, fixed = "not-affected", "windows-only", None
+                else:
+                    vexed = _auto_vex(Verdict(status, fixed, reason, rule), vuln, target, c,
+                                      target_kind=target_kind, kernel_code=kernel_code,
+                                      path=path)
+                    if vexed.status == "not-affected":
+                        status, rule, justification = "not-affected", vexed.rule, \
+                            f"{vexed.reason.split(' [raw: ')[0]} (gpusbom analysis) [raw: " \
+                            + vexed.reason.split(" [raw: ", 1)[1]
+                score, stype, vector = _best_score(vuln)
+                aliases = tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
+                                       - {vuln.id}))
                 findings.append(
                     Finding(
                         id=vuln.id,
@@ -450,6 +624,10 @@ def match(
                             vector=vector,
                             urls=tuple(adv.sources),
                             reason=reason,
+                            justification=justification,
+                            rule=rule,
+                            cwe=vuln.cwe,
+                            cve_state=vuln.state,
                         ),
                     )
                 )

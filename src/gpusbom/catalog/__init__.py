@@ -9,7 +9,8 @@ The table is ``products.yaml`` beside this module (package data). One row per pr
       scheme: semver              # version scheme advisories use (advisories.versions.SCHEMES)
       version_rule: upstream      # package version -> product version: upstream (strip
                                   # epoch/revision) | leading-numeric (550.127.05 of
-                                  # 550.127.05-0ubuntu1) | as-is (default)
+                                  # 550.127.05-0ubuntu1) | none (the package
+                                  # version is not the product's) | as-is (default)
       collector: [cuda-toolkit]   # product ids the collectors emit under `stack` ("*": any)
       deb: [REGEX, ...]           # package names, full-match, case-insensitive; also
       rpm: [...]                  # pypi (canonicalised), conda, golang
@@ -78,7 +79,7 @@ PACKAGE_KEYS = ("deb", "rpm", "pypi", "conda", "golang", "generic")
 _LIST_KEYS = (*PACKAGE_KEYS, "cpe", "vendor_strings", "collector", "platforms", "parts",
               "libraries", "version_sources")
 _SCALAR_KEYS = ("id", "vendor", "stack", "name", "scheme", "version_rule", "part_of")
-_VERSION_RULES = ("as-is", "upstream", "leading-numeric")
+_VERSION_RULES = ("as-is", "upstream", "leading-numeric", "none")
 _ID = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
 
@@ -310,7 +311,7 @@ def product_version(row: Product, ecosystem: str | None, version: str | None) ->
     ``upstream`` drops a distro epoch and revision (``1:12.6.3-1`` -> ``12.6.3``),
     ``leading-numeric`` keeps the leading dotted number (``550.127.05-0ubuntu1~24.04``
     -> ``550.127.05``)."""
-    if not version:
+    if not version or row.version_rule == "none":
         return None
     v = version
     if ecosystem in ("deb", "rpm", "apk") and row.version_rule in ("upstream", "leading-numeric"):
@@ -321,4 +322,6 @@ def product_version(row: Product, ecosystem: str | None, version: str | None) ->
     if row.version_rule == "leading-numeric":
         m = _LEADING.match(v)
         v = m.group(1) if m else v
+    if row.scheme == "semver" and "~" in v:
+        v = v.replace("~", "-", 1)  # distro pre-release 1.17.8~rc.1 is semver 1.17.8-rc.1
     return v or None

@@ -375,6 +375,7 @@ _SCORE_METHODS = {
 _STATES = {
     "affected": (ImpactAnalysisState.EXPLOITABLE, ImpactAnalysisAffectedStatus.AFFECTED),
     "review": (ImpactAnalysisState.IN_TRIAGE, ImpactAnalysisAffectedStatus.UNKNOWN),
+    "unsupported-branch": (ImpactAnalysisState.IN_TRIAGE, ImpactAnalysisAffectedStatus.UNKNOWN),
     "not-affected": (ImpactAnalysisState.NOT_AFFECTED, ImpactAnalysisAffectedStatus.UNAFFECTED),
 }
 
@@ -393,7 +394,7 @@ def _analysis(a: AdvisoryMatch, state: ImpactAnalysisState) -> VulnerabilityAnal
     )
 
 
-_STATUS_RANK = {"affected": 0, "review": 1, "not-affected": 2}
+_STATUS_RANK = {"affected": 0, "unsupported-branch": 1, "review": 2, "not-affected": 3}
 
 
 def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None:
@@ -441,6 +442,10 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
         # per affected component: what gpusbom concluded for it, keyed by its bom-ref
         props.append(Property(name=prop("advisory:status"), value=f"{r} {fa.status}"))
         props.append(Property(name=prop("advisory:product"), value=f"{r} {fa.product}"))
+        if fa.rule:
+            props.append(Property(name=prop("advisory:rule"), value=f"{r} {fa.rule}"))
+        if fa.cve_state:
+            props.append(Property(name=prop("advisory:cve-state"), value=f"{r} {fa.cve_state}"))
         if fa.installed_version:
             props.append(Property(name=prop("advisory:installed-version"),
                                   value=f"{r} {fa.installed_version}"))
@@ -465,7 +470,11 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
         recommendation=("upgrade to " + " or ".join(fixes)) if fixes else None,
         advisories=[VulnerabilityAdvisory(url=XsUri(u), title=", ".join(advisories))
                     for u in urls],
-        analysis=_analysis(a, state),
+        # an analysis only where there is one (a VEX statement or gpusbom's proof of not
+        # affected): a plain version match is not "exploitable"
+        analysis=_analysis(a, state) if a.status == "not-affected" else None,
+        cwes=sorted({int(c.split("-")[1]) for f in group if f.advisory
+                     for c in f.advisory.cwe if c.split("-")[-1].isdigit()}) or None,
         affects=[BomTarget(ref=r, versions=v or None) for r, v in sorted(affects.items())],
         properties=props,
     )

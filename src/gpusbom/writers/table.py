@@ -185,6 +185,10 @@ def _probe_table(console: Console, result: ScanResult, bold: str) -> None:
                        style=bold))
 
 
+#: matcher rules that prove "not affected" (auto-VEX), as opposed to a user's VEX statement
+_AUTO_VEX_RULES = ("windows-only", "kernel-mode-on-image", "cuda-part-absent")
+
+
 def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     """Advisory findings (``Finding.kind == "advisory"``): affected first, then review.
 
@@ -205,7 +209,7 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     for col in ("VULNERABILITY", "ADVISORY", "SEVERITY", "STATUS", "COMPONENT", "VERSION",
                 "FIXED IN", "PATH"):
         table.add_column(col, no_wrap=col != "PATH", overflow="fold")
-    order = {"affected": 0, "review": 1, "not-affected": 2}
+    order = {"affected": 0, "unsupported-branch": 1, "review": 2, "not-affected": 3}
     for f in sorted(found, key=lambda f: order.get(f.advisory.status if f.advisory else "", 3)):
         a = f.advisory
         assert a is not None  # noqa: S101 - type narrowing of an invariant
@@ -221,11 +225,16 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     for f in every:
         st = f.advisory.status if f.advisory else "?"
         counts[st] = counts.get(st, 0) + 1
+    auto = sum(1 for f in suppressed if f.advisory and f.advisory.rule in _AUTO_VEX_RULES)
     console.print(Text(
-        "advisories: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())), style=bold
+        f"advisories: {len(every)} raw matches, {len(found)} after analysis ("
+        + ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
+        + (f"; {auto} not affected by gpusbom analysis, {len(suppressed) - auto} by VEX"
+           if suppressed else "") + ")", style=bold
     ))
     if suppressed:
-        console.print(Text(f"Not affected per VEX ({len(suppressed)}, not in the table above):"))
+        console.print(Text(f"Not affected per analysis or VEX ({len(suppressed)}, not in the "
+                           "table above):"))
         for f in suppressed:
             a = f.advisory
             assert a is not None  # noqa: S101 - type narrowing of an invariant

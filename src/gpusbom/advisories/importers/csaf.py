@@ -156,7 +156,7 @@ def parse_arch(name: str) -> tuple[str | None, str | None, str | None]:
 
 
 _PLATFORM_SPLIT = re.compile(r"\s*(?:,|/|&|\band\b)\s*", re.I)
-_LINUX_WORDS = re.compile(r"^(?:linux|ubuntu.*|debian.*|rhel.*|red hat.*|centos.*|rocky.*|sles.*|"
+_LINUX_WORDS = re.compile(r"^(?:linux\b.*|ubuntu.*|debian.*|rhel.*|red hat.*|centos.*|rocky.*|sles.*|"
                           r"suse.*|jetpack.*|jetson.*|kubernetes|k8s|docker|container.*)$", re.I)
 
 
@@ -172,6 +172,8 @@ def platform_of(text: str | None) -> str | None:
         return None
     kinds = set()
     for n in names:
+        if re.fullmatch(r"[\d.x]+", n):
+            continue  # "Windows 10 and 11", "Windows 7 and 8.x": the numbers of a name
         if _LINUX_WORDS.match(n):
             kinds.add("linux")
         elif n.startswith("windows"):
@@ -510,6 +512,21 @@ def _clean(v: str) -> str:
 _FINDABLE_PLATFORMS = (None, "linux")
 
 
+_YYMM = re.compile(r"^\d{2}\.\d{2}(?:\.\d+)?$")
+
+
+def _container_release_ranges(a: dict[str, Any]) -> None:
+    """An entry whose versions are NGC container releases (``24.12``) of a product whose
+    packages carry other versions: kept as phrases, no range (the matcher says review)."""
+    values = [v for r in a.get("ranges", []) for k, v in r.items() if v != "0"]
+    values += list(a.get("versions", []))
+    if values and all(_YYMM.match(v) for v in values):
+        for k in ("ranges", "versions", "fixed"):
+            a.pop(k, None)
+        a["no_range"] = ("the vendor names container releases (" + ", ".join(values)
+                         + "), not package versions")
+
+
 def gpu_record(imp: CsafImport) -> tuple[dict[str, Any] | None, str | None]:
     """The record gpusbom keeps of an imported bulletin, or (None, why not).
 
@@ -533,6 +550,9 @@ def gpu_record(imp: CsafImport) -> tuple[dict[str, Any] | None, str | None]:
             row = catalog.get(target)
             if not (row.names or row.collector):
                 continue
+            if row.extra.get("container_releases"):
+                for a in entries:
+                    _container_release_ranges(a)
             linux = [a for a in entries if a.get("platform") in _FINDABLE_PLATFORMS]
             if linux:
                 keep.extend(linux)

@@ -28,7 +28,7 @@ from ..versions import InvalidVersion, parse
 from . import shape_checked
 from .csaf import CsafProduct, parse_arch, parse_phrase, target_of
 
-__all__ = ["Cve5Import", "import_cve5", "target_for"]
+__all__ = ["Cve5Import", "advisory_id", "by_advisory", "import_cve5", "target_for"]
 
 # products of other vendors, by name (NVIDIA's go through the CSAF importer's table)
 _OTHER_TARGETS = [
@@ -44,7 +44,22 @@ _NONE = {"", "0", "*", "n/a", "unspecified", "unknown"}
 
 
 def target_for(vendor: str, product: str, cpes: list[str]) -> tuple[str | None, str]:
-    """(gpusbom target, version scheme) for a CVE record's vendor/product."""
+    """(gpusbom target, version scheme) for a CVE record's vendor/product: the catalog's
+    vendor strings (within the vendor: Intel, AMD), then its CPEs, then the old table."""
+    from ... import catalog
+
+    v = vendor.lower()
+    who = "Intel" if "intel" in v else "AMD" if v.startswith(("amd", "advanced micro")) else None
+    if who is not None:
+        row = catalog.by_vendor_string(product, who)
+        if row is None:
+            for c in cpes:
+                rows = catalog.by_cpe(c)
+                if rows:
+                    row = rows[0]
+                    break
+        if row is not None:
+            return row.id, row.scheme or "intel"
     for rx, target, scheme in _OTHER_TARGETS:
         if rx.search(product):
             return target, scheme
@@ -188,8 +203,19 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
         if isinstance(u, str) and u.startswith("https://") and u not in sources \
                 and len(sources) < 6:
             sources.append(u)
+    vuln: dict[str, Any] = {"id": cve, "severity": _scores([cna, *adp]), "affected": affected}
+    cwes = sorted({str(d.get("cweId")) for pt in cna.get("problemTypes") or []
+                   for d in (pt.get("descriptions") or []) if isinstance(d, dict)
+                   and re.fullmatch(r"CWE-\d+", str(d.get("cweId", "")))})
+    if cwes:
+        vuln["cwe"] = cwes
+    text = " ".join(str(d.get("value", "")) for d in cna.get("descriptions") or []
+                    if isinstance(d, dict))
+    if "disputed" in [str(t).lower() for t in cna.get("tags") or []] or "** DISPUTED **" in text:
+        vuln["state"] = "disputed"
+    sa = advisory_id(sources)
     imp.record = {
-        "id": cve,
+        "id": sa or cve,
         "vendor": _VENDORS.get(assigner.lower(), assigner or "CVE"),
         "aliases": [],
         "title": title or cve,
@@ -201,10 +227,41 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
             "notes": "imported from CVE JSON 5"
             + ("; not understood: " + "; ".join(imp.unparsed) if imp.unparsed else ""),
         },
-        "vulnerabilities": [{"id": cve, "severity": _scores([cna, *adp]),
-                             "affected": affected}],
+        "vulnerabilities": [vuln],
     }
+    if sa:
+        imp.record["vendor_id"] = sa
+        imp.record["aliases"] = [cve]
     return imp
+
+
+_SA = re.compile(r"intel-sa-(\d{5})|amd-sb-(\d{4,5})", re.IGNORECASE)
+
+
+def advisory_id(urls: list[str]) -> str | None:
+    """The vendor's advisory id a CVE record's references name (INTEL-SA-01072 from
+    ``.../intel-sa-01072.html``, AMD-SB-6019), kept as the record id."""
+    for u in urls:
+        m = _SA.search(u)
+        if m:
+            return f"INTEL-SA-{m.group(1)}" if m.group(1) else f"AMD-SB-{m.group(2)}"
+    return None
+
+
+def by_advisory(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records of several CVEs of one vendor advisory (same id) as one record."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        have = out.get(r["id"])
+        if have is None:
+            out[r["id"]] = {**r, "vulnerabilities": list(r["vulnerabilities"]),
+                            "aliases": list(r.get("aliases", []))}
+            continue
+        have["vulnerabilities"].extend(r["vulnerabilities"])
+        have["aliases"] = sorted({*have["aliases"], *r.get("aliases", [])})
+        have["sources"] = list(dict.fromkeys([*have["sources"], *r["sources"]]))
+        have["published"] = min(have["published"], r["published"])
+    return list(out.values())
 
 
 def _version(v: Any, g: dict[str, Any], scheme: str) -> None:
