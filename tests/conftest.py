@@ -32,6 +32,9 @@ os.environ["GPUSBOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpusbom-test-cache-")
 # Nor the layer-result cache: tests that damage a blob after a good scan of the same image
 # must see it read again. tests/sources/test_layer_cache.py turns it on where it is tested.
 os.environ["GPUSBOM_NO_CACHE"] = "1"
+# Nor a scan's automatic database update (there is no network here; reports must not depend
+# on one): tests/advisories/test_update.py turns it on against its local HTTPS server.
+os.environ["GPUSBOM_DB_AUTO_UPDATE"] = "0"
 
 
 # --- CI cannot pass by skipping ---------------------------------------------------------------

@@ -435,3 +435,85 @@ def test_max_db_age_through_cli(env: Path, tmp_path: Path,
     assert main(["scan", f"dir:{root}", "-q", "--max-db-age", "100000",
                  "-o", f"json={out}"]) == 0
     assert json.loads(out.read_text())["advisory_db"]["source"] == "bundled"
+
+
+# --------------------------------------------------------------------------- auto-update,
+# export / import (the air-gapped path), status
+
+
+def _feeds_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("GPUSBOM_NVIDIA_CSAF_URL", f"{url}/csaf")
+    monkeypatch.setenv("GPUSBOM_OSV_URL", "off")
+    monkeypatch.setenv("GPUSBOM_CURATED_URL", f"{url}/curated/advisories.json")
+
+
+def test_first_scan_updates_a_stale_database_like_grype(
+    env: Path, https: tuple[Feeds, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    _feeds_env(monkeypatch, url)
+    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    root = _rootfs(tmp_path)
+    # --offline: nothing fetched, no database written
+    assert main(["scan", f"dir:{root}", "--offline", "-o", f"json={tmp_path / 'a.json'}"]) == 0
+    assert feeds.hits == [] and not user_db_path().exists()
+    # the bundled snapshot is older than 5 days: the scan updates first and says so
+    assert main(["scan", f"dir:{root}", "-o", f"json={tmp_path / 'b.json'}"]) == 0
+    err = capsys.readouterr().err
+    assert "days old: updating (--offline to skip)" in err
+    assert f"/csaf/{Y}/9901/9901.json" in feeds.hits
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["advisory_db"]["source"] == str(user_db_path())
+    # fresh now: the next scan fetches nothing
+    feeds.hits.clear()
+    old = user_db_path().read_bytes()
+    assert main(["scan", f"dir:{root}", "-o", f"json={tmp_path / 'c.json'}"]) == 0
+    assert feeds.hits == [] and user_db_path().read_bytes() == old
+
+
+def test_auto_update_failure_is_one_line_and_the_scan_goes_on(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    monkeypatch.setenv("GPUSBOM_NVIDIA_CSAF_URL", "http://127.0.0.1:9/csaf")  # nothing listens
+    monkeypatch.setenv("GPUSBOM_OSV_URL", "off")
+    assert main(["scan", f"dir:{_rootfs(tmp_path)}", "-q", "-o",
+                 f"json={tmp_path / 'a.json'}"]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("advisory update failed, using the bundled")
+    assert not user_db_path().exists()
+
+
+def test_export_import_round_trip_for_air_gapped_sites(
+    env: Path, https: tuple[Feeds, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    assert main(_args(url)) == 0  # the connected machine
+    connected = user_db_path().read_bytes()
+    bundle = tmp_path / "gpusbom-advisories.json"
+    assert main(["advisories", "export", str(bundle)]) == 0
+    assert bundle.read_bytes() == connected
+    assert (tmp_path / "gpusbom-advisories.json.sha256").read_text().split()[0] == \
+        hashlib.sha256(connected).hexdigest()
+    # the air-gapped machine: an empty cache
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path / "offline-cache"))
+    assert load_active().source == "bundled"
+    capsys.readouterr()
+    # a damaged copy is refused whole
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(connected.replace(b"NVIDIA-9901", b"NVIDIA-9902", 1))
+    (tmp_path / "bad.json.sha256").write_text(hashlib.sha256(connected).hexdigest() + "\n")
+    assert main(["advisories", "import", str(bad)]) == 3
+    assert "checksum mismatch" in _one_line(capsys) and not user_db_path().exists()
+    assert main(["advisories", "import", str(bundle)]) == 0
+    assert user_db_path().read_bytes() == connected
+    assert "NVIDIA-9901" in {a.id for a in load_active()}
+    capsys.readouterr()
+    assert main(["advisories", "status"]) == 0
+    out = capsys.readouterr().out
+    assert f"database: {user_db_path()} (updated or imported)" in out
+    assert "build date: " in out and "newest data: " in out and "by vendor: " in out
+    assert "source: nvidia-csaf: " in out and "bundled snapshot: built " in out

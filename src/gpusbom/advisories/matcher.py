@@ -27,7 +27,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as _Pep
@@ -488,7 +488,7 @@ def _auto_vex(
     names the evidence. The raw verdict stays in the reason."""
     if (target == "nvidia-driver" and vuln.layer == "kernel" and target_kind == "image"
             and not kernel_code):
-        where = path or c.name
+        where = path or c.name  # (a placeholder the caller fills per component)
         return Verdict(
             "not-affected", v.fixed,
             f"component_not_present: the vendor places {vuln.id} in the kernel-mode driver; "
@@ -517,94 +517,128 @@ def match(
     line = _host_line(components) if target_kind == "host" else None
     kernel_code = _kernel_code_in(components) if target_kind == "image" else True
     findings: list[Finding] = []
-    entries_cache: dict[tuple[int, str], tuple[list[Affected], bool, bool, list[Affected]]] = {}
+    entries_cache: dict[tuple[int, str],
+                        tuple[list[Affected], bool, bool, list[Affected], bool]] = {}
     verdicts: dict[tuple[object, ...], Verdict | None] = {}
     branches: dict[str, _Ctx] = {}
+    per_vuln: dict[int, tuple[Any, ...]] = {}
+    _PATH = "\x00path\x00"
+
+    def decide(c: Component, key: tuple[str, str, str], version: str | None, adv: Advisory,
+               vuln: Vulnerability, target: str) -> tuple[Any, ...] | None:
+        via_release = None
+        if target == "cuda-toolkit" and key[0] == "stack" and key[2] != "cuda-toolkit":
+            if key[2] == "*" or c.properties.get("location", "?") in toolkit_at:
+                return None
+            via_release = release_of(key[2], version)
+            if via_release is None:
+                return None  # a component version that says nothing about the release
+        ekey = (id(vuln), target)
+        cached = entries_cache.get(ekey)
+        if cached is None:
+            mine = [a for a in vuln.affected if a.target == target]
+            entries = [a for a in mine if a.platform in (None, platform)]
+            elsewhere = [a for a in mine if a.platform not in (None, platform)]
+            only_elsewhere = not entries and bool(elsewhere)
+            if only_elsewhere:
+                # judged as if for this platform, then shown not affected
+                entries = [dataclasses.replace(a, platform=None) for a in elsewhere]
+            cached = entries_cache[ekey] = (
+                entries, any(e.distro for e in entries),
+                any(e.version_of for e in entries), elsewhere, only_elsewhere)
+        entries, per_distro, per_prop, elsewhere, windows_only = cached
+        cdist = None
+        if per_distro:
+            cdist = _distro(c)
+            entries = [e for e in entries if e.distro in (None, cdist) or cdist == "?"]
+        props = tuple(c.properties.get(e.version_of) for e in entries
+                      if e.version_of) if per_prop else ()
+        ctx = branches.get(adv.id)
+        if ctx is None:
+            ctx = branches[adv.id] = _Ctx(_bulletin_branches(adv), line)
+        vkey = (id(vuln), target, version, props, cdist, windows_only)
+        if via_release is not None:
+            verdict = _judge_release(entries, c, via_release)
+        elif vkey in verdicts:
+            verdict = verdicts[vkey]
+        else:
+            verdict = verdicts[vkey] = _judge(entries, c, version, ctx)
+        if verdict is None:
+            return None
+        status, fixed, reason, rule = verdict
+        if cdist == "?" and status == "affected":
+            status, rule = "review", "per-distro"
+            reason += ("; the advisory is per distribution release and the component's "
+                       "release is unknown")
+        if vuln.state in ("disputed", "rejected") and status in (
+                "affected", "unsupported-branch"):
+            status, rule = "review", "disputed-cve"
+            reason += f"; the CVE is {vuln.state}: the vendor's claim is contested"
+        if status == "affected" and c.evidence and all(
+            e.method in _METADATA_METHODS for e in c.evidence
+        ):
+            status, rule = "review", "metadata-only"
+            reason += "; the version is known only from image metadata (env/label)"
+        justification = None
+        if windows_only:
+            plats = sorted({str(a.platform) for a in elsewhere})
+            justification = (
+                f"vulnerable_code_not_present: the vendor lists {target} for {vuln.id} "
+                f"only on {', '.join(plats)}; this is a {platform.capitalize()} target "
+                f"(gpusbom analysis) [raw: {status}, {reason}]")
+            status, rule, fixed = "not-affected", "windows-only", None
+        else:
+            vexed = _auto_vex(Verdict(status, fixed, reason, rule), vuln, target, c,
+                              target_kind=target_kind, kernel_code=kernel_code, path=_PATH)
+            if vexed.status == "not-affected":
+                head, _, raw = vexed.reason.partition(" [raw: ")
+                status, rule = "not-affected", vexed.rule
+                justification = f"{head} (gpusbom analysis) [raw: {raw}"
+        installed = ((c.properties.get(entries[0].version_of) or version)
+                     if entries and entries[0].version_of else version)
+        return (status, fixed, reason, rule, justification, installed)
+
+    memo: dict[tuple[Any, ...], list[tuple[Advisory, Vulnerability, str, tuple[Any, ...]]]] = {}
     for c in components:
         seen: set[tuple[str, str]] = set()
+        meta_only = bool(c.evidence) and all(e.method in _METADATA_METHODS for e in c.evidence)
         for key, version, via_product in _identities(c):
-            for adv, vuln, target in idx.by_key.get(key, ()):
+            items = idx.by_key.get(key)
+            if not items:
+                continue
+            # components alike in what the rules read share one decision list (an image's
+            # twenty driver libraries of one version are judged once)
+            mkey = (key, version, c.properties.get("container-release"), _distro(c),
+                    c.properties.get("location", "?") in toolkit_at, meta_only,
+                    c.properties.get("product") or c.name if key[0] == "stack" else None)
+            decided = memo.get(mkey)
+            if decided is None:
+                decided = memo[mkey] = [
+                    (adv, vuln, target, d) for adv, vuln, target in items
+                    if (d := decide(c, key, version, adv, vuln, target)) is not None]
+            path = None if not decided else _evidence_path(c, via_product)
+            for adv, vuln, target, d in decided:
                 if (adv.id, vuln.id) in seen:
                     continue
-                via_release = None
-                if target == "cuda-toolkit" and key[0] == "stack" and key[2] != "cuda-toolkit":
-                    if key[2] == "*" or c.properties.get("location", "?") in toolkit_at:
-                        continue
-                    via_release = release_of(key[2], version)
-                    if via_release is None:
-                        continue  # a component version that says nothing about the release
-                ekey = (id(vuln), target)
-                cached = entries_cache.get(ekey)
-                if cached is None:
-                    mine = [a for a in vuln.affected if a.target == target]
-                    entries = [a for a in mine if a.platform in (None, platform)]
-                    elsewhere = [a for a in mine if a.platform not in (None, platform)]
-                    cached = entries_cache[ekey] = (
-                        entries, any(e.distro for e in entries),
-                        any(e.version_of for e in entries), elsewhere)
-                entries, per_distro, per_prop, elsewhere = cached
-                windows_only = not entries and bool(elsewhere)
-                if windows_only:
-                    entries = [dataclasses.replace(a, platform=None) for a in elsewhere]
-                cdist = None
-                if per_distro:
-                    cdist = _distro(c)
-                    entries = [e for e in entries if e.distro in (None, cdist) or cdist == "?"]
-                props = tuple(c.properties.get(e.version_of) for e in entries
-                              if e.version_of) if per_prop else ()
-                ctx = branches.get(adv.id)
-                if ctx is None:
-                    ctx = branches[adv.id] = _Ctx(_bulletin_branches(adv), line)
-                vkey = (id(vuln), target, version, props, cdist, windows_only)
-                if via_release is not None:
-                    verdict = _judge_release(entries, c, via_release)
-                elif vkey in verdicts:
-                    verdict = verdicts[vkey]
-                else:
-                    verdict = verdicts[vkey] = _judge(entries, c, version, ctx)
-                if verdict is None:
-                    continue
                 seen.add((adv.id, vuln.id))
-                status, fixed, reason, rule = verdict
-                if cdist == "?" and status == "affected":
-                    status, rule = "review", "per-distro"
-                    reason += ("; the advisory is per distribution release and the component's "
-                               "release is unknown")
-                if vuln.state in ("disputed", "rejected") and status in (
-                        "affected", "unsupported-branch"):
-                    status, rule = "review", "disputed-cve"
-                    reason += f"; the CVE is {vuln.state}: the vendor's claim is contested"
-                if status == "affected" and c.evidence and all(
-                    e.method in _METADATA_METHODS for e in c.evidence
-                ):
-                    status, rule = "review", "metadata-only"
-                    reason += "; the version is known only from image metadata (env/label)"
-                path = _evidence_path(c, via_product)
-                justification = None
-                if windows_only:
-                    plats = sorted({str(a.platform) for a in elsewhere})
-                    justification = (
-                        f"vulnerable_code_not_present: the vendor lists {target} for {vuln.id} "
-                        f"only on {', '.join(plats)}; this is a {platform.capitalize()} target "
-                        f"(gpusbom analysis) [raw: {status}, {reason}]")
-                    status, rule, fixed = "not-affected", "windows-only", None
-                else:
-                    vexed = _auto_vex(Verdict(status, fixed, reason, rule), vuln, target, c,
-                                      target_kind=target_kind, kernel_code=kernel_code,
-                                      path=path)
-                    if vexed.status == "not-affected":
-                        status, rule, justification = "not-affected", vexed.rule, \
-                            f"{vexed.reason.split(' [raw: ')[0]} (gpusbom analysis) [raw: " \
-                            + vexed.reason.split(" [raw: ", 1)[1]
-                score, stype, vector = _best_score(vuln)
-                aliases = tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
-                                       - {vuln.id}))
+                status, fixed, reason, rule, justification, installed = d
+                if justification and _PATH in justification:
+                    justification = justification.replace(_PATH, path or c.name)
+                const = per_vuln.get(id(vuln))
+                if const is None:
+                    score, stype, vector = _best_score(vuln)
+                    const = per_vuln[id(vuln)] = (
+                        score, stype, vector, severity_of(score),
+                        tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
+                                     - {vuln.id})),
+                        f"{vuln.id}: {adv.title}" if adv.title else vuln.id, tuple(adv.sources))
+                score, stype, vector, severity, aliases, title, urls = const
                 findings.append(
                     Finding(
                         id=vuln.id,
                         kind="advisory",
-                        severity=severity_of(score),
-                        title=f"{vuln.id}: {adv.title}" if adv.title else vuln.id,
+                        severity=severity,
+                        title=title,
                         detail=reason,
                         components=(c.bom_ref,) if c.bom_ref else (),
                         evidence=(path,) if path else (),
@@ -613,16 +647,13 @@ def match(
                             vulnerability=vuln.id,
                             status=status,
                             product=target,
-                            installed_version=(
-                                (c.properties.get(entries[0].version_of) or version)
-                                if entries and entries[0].version_of else version
-                            ),
+                            installed_version=installed,
                             fixed_version=fixed,
                             aliases=aliases,
                             score=score,
                             score_type=stype,
                             vector=vector,
-                            urls=tuple(adv.sources),
+                            urls=urls,
                             reason=reason,
                             justification=justification,
                             rule=rule,

@@ -227,6 +227,12 @@ def scan(
         float | None,
         typer.Option("--max-db-age", help="Days: a staler advisory database is an error (exit 3)."),
     ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="Never update the advisory database before the scan "
+                     "(by default one older than GPUSBOM_DB_AUTO_UPDATE_DAYS, 5, is updated "
+                     "first, as grype does; GPUSBOM_DB_AUTO_UPDATE=0 turns that off)."),
+    ] = False,
     fail_on: Annotated[
         str | None,
         typer.Option("--fail-on", help="Exit 1 when an affected advisory finding has at least "
@@ -299,6 +305,7 @@ def scan(
         scan_kwargs = {"sbom": sbom}
         target = f"sbom:{sbom}"
     post = {"vex": tuple(vex or ()), "max_db_age": max_db_age, "fail_on": fail_on, "push": push,
+            "offline": offline,
             "node_images": (root or "/") if images else None}
     code = _scan(target, image, output, cyclonedx_version, strict, quiet, debug, scan_kwargs, post,
                  cyclonedx_compat=cyclonedx_compat)
@@ -406,6 +413,10 @@ def _scan(
         # is an input error under --max-db-age
         from ..advisories.db import load_active
 
+        if not post.get("offline"):
+            from ..advisories.update import auto_update
+
+            auto_update(quiet=quiet)
         scan_kwargs = {**scan_kwargs,
                        "advisory_db": load_active(max_age_days=post.get("max_db_age"))}
         progress = RichProgress() if wants_progress(quiet) else None

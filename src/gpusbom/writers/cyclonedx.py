@@ -40,3 +40,14 @@ def build_bom(result: ScanResult, spec: object) -> object:
     from . import _cyclonedx_impl
 
     return _cyclonedx_impl.build_bom(result, spec)  # type: ignore[arg-type]
+
+
+@register
+class CycloneDxVexWriter(Writer):
+    format = "cyclonedx-vex"
+    description = "CycloneDX 1.6 VEX (JSON): the advisory findings with their analysis"
+
+    def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
+        from . import _vex_impl
+
+        _vex_impl.write(result, out, "cyclonedx-vex")

@@ -232,9 +232,19 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
         + (f"; {auto} not affected by gpusbom analysis, {len(suppressed) - auto} by VEX"
            if suppressed else "") + ")", style=bold
     ))
+    analysed = [f for f in suppressed if f.advisory and f.advisory.rule in _AUTO_VEX_RULES]
+    if analysed:
+        by_rule: dict[str, int] = {}
+        for f in analysed:
+            assert f.advisory is not None and f.advisory.rule is not None
+            by_rule[f.advisory.rule] = by_rule.get(f.advisory.rule, 0) + 1
+        console.print(Text(
+            f"Not affected by gpusbom analysis ({len(analysed)}: "
+            + ", ".join(f"{n} {r}" for r, n in sorted(by_rule.items()))
+            + "; each with its evidence in -o json, -o openvex=PATH, -o cyclonedx-vex=PATH)"))
+    suppressed = [f for f in suppressed if f not in analysed]
     if suppressed:
-        console.print(Text(f"Not affected per analysis or VEX ({len(suppressed)}, not in the "
-                           "table above):"))
+        console.print(Text(f"Not affected per VEX ({len(suppressed)}, not in the table above):"))
         for f in suppressed:
             a = f.advisory
             assert a is not None  # noqa: S101 - type narrowing of an invariant

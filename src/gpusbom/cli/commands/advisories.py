@@ -101,8 +101,55 @@ def advisories_update(
         raise
     except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
         raise typer.Exit(_fail(exc, debug)) from None
-    for line in report.skipped[:20]:
-        print(f"skipped: {line}", file=sys.stderr)
-    if len(report.skipped) > 20:
-        print(f"skipped: ... and {len(report.skipped) - 20} more", file=sys.stderr)
     print(report.summary())
+
+
+@advisories_app.command("export")
+def advisories_export(
+    path: Annotated[str, typer.Argument(help="Bundle file to write (PATH.sha256 beside it).")],
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Write the active database as a bundle plus its SHA-256, for ``advisories import`` on
+    an air-gapped machine."""
+    try:
+        from ...advisories import transfer
+
+        digest = transfer.export_bundle(path)
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
+    print(f"{path}: exported (sha256 {digest}; {path}.sha256 written)")
+
+
+@advisories_app.command("import")
+def advisories_import(
+    path: Annotated[str, typer.Argument(help="A bundle made by `gpusbom advisories export`.")],
+    sha256: Annotated[
+        str | None, typer.Option("--sha256", help="Expected SHA-256 (default: read "
+                                 "BUNDLE.sha256 beside the bundle).")
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Load an exported bundle into the user cache after checking its SHA-256 and content;
+    on any failure the current database stays as it was (exit 3)."""
+    try:
+        from ...advisories import transfer
+
+        dest, n = transfer.import_bundle(path, sha256)
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
+    print(f"{dest}: {n} advisories imported from {path}")
+
+
+@advisories_app.command("status")
+def advisories_status(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Which database scans use: its sources, counts per vendor, the newest data date and
+    the build date, each on its own line."""
+    try:
+        from ...advisories import transfer
+
+        for line in transfer.status_lines():
+            print(line)
+    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        raise typer.Exit(_fail(exc, debug)) from None
