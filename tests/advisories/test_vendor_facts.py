@@ -217,10 +217,12 @@ AMD_SB = "https://www.amd.com/en/resources/product-security/bulletin/amd-sb-{n}.
 
 CVE5 = [
     # INTEL-SA-01072 (2024-08-14): oneMKL before 2024.1
+    # (the record as in cvelistV5 cves/2024/21xxx/CVE-2024-21766.json: vendor "n/a")
     _cve5("CVE-2024-21766", "INTEL-SA-01072", INTEL_SA.format(n="01072"),
-          "Intel(R) oneAPI Math Kernel Library (oneMKL)",
-          [{"version": "before version 2024.1", "status": "affected"}], (6.7, None),
-          "CWE-427", "2024-08-14"),
+          "Intel(R) oneAPI Math Kernel Library software",
+          [{"version": "before version 2024.1", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-427", "2024-08-14",
+          vendor="n/a"),
     # INTEL-SA-01243 (2025-05-13): DPC++/C++ compiler before 2025.0.0
     _cve5("CVE-2024-47795", "INTEL-SA-01243", INTEL_SA.format(n="01243"),
           "Intel(R) oneAPI DPC++/C++ Compiler",
@@ -444,3 +446,28 @@ def test_enough_bulletins_across_vendors() -> None:
     assert {"NVIDIA", "Intel", "AMD"} <= vendors
     bulletins = {a.id for a in _db()} | {a.vendor_id for a in _db() if getattr(a, "vendor_id", None)}
     assert len({a.id for a in _db()}) >= 25, bulletins
+
+
+def _toolkit(tools: str) -> Component:
+    root = "/usr/local/cuda-12.6"
+    return Component(name="cuda-toolkit", version="12.6.3", ecosystem="generic",
+                     properties={"stack": "cuda", "product": "cuda-toolkit", "location": root,
+                                 "bin-tools-checked": "cuobjdump nvdisasm ptxas cu++filt "
+                                                      "nvprune nvlink fatbinary",
+                                 "bin-tools": tools},
+                     evidence=[Evidence("cuda", "version-file", f"{root}/version.json")],
+                     bom_ref="tk")
+
+
+def test_cuda_toolkit_cve_in_an_absent_tool_is_not_affected() -> None:
+    # 5594 CVE-2024-53870: "... contains a vulnerability in the cuobjdump binary"
+    got = verdict([_toolkit("nvdisasm ptxas")], "CVE-2024-53870", target_kind="image")
+    assert got == ("not-affected", "12.8", "cuda-part-absent")
+    f = next(f for f in match([_toolkit("nvdisasm ptxas")], _db(), target_kind="image")
+             if f.id == "CVE-2024-53870")
+    assert f.advisory is not None and f.advisory.justification is not None
+    assert "cuobjdump is not in /usr/local/cuda-12.6/bin" in f.advisory.justification
+    # present: the version match stands; an SBOM (kind unknown) proves nothing
+    assert verdict([_toolkit("cuobjdump nvdisasm")], "CVE-2024-53870", target_kind="image") == (
+        "affected", "12.8", "vendor-range")
+    assert verdict([_toolkit("")], "CVE-2024-53870") == ("affected", "12.8", "vendor-range")

@@ -495,6 +495,20 @@ def _auto_vex(
             f"this image holds only the user-space library {where} and no kernel module "
             f"(the kernel module is the host's) [raw: {v.status}, {v.reason}]",
             "kernel-mode-on-image")
+    checked = c.properties.get("bin-tools-checked")
+    if (target == "cuda-toolkit" and vuln.parts and checked is not None
+            and target_kind in ("image", "host", "directory")):
+        tools = set(checked.split())
+        present = set(c.properties.get("bin-tools", "").split())
+        parts = set(vuln.parts)
+        if parts <= tools and not parts & present:
+            root = c.properties.get("location") or "the toolkit root"
+            names = ", ".join(sorted(parts))
+            return Verdict(
+                "not-affected", v.fixed,
+                f"component_not_present: the vendor places {vuln.id} in {names}; "
+                f"{names} is not in {root}/bin (gpusbom looked for it there) "
+                f"[raw: {v.status}, {v.reason}]", "cuda-part-absent")
     return v
 
 

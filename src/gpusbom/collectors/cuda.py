@@ -284,6 +284,13 @@ def _declared_version(var: str, value: str) -> str:
     return re.split(r"[-+~]", v, maxsplit=1)[0]
 
 
+#: toolkit executables whose presence under ROOT/bin is recorded on the toolkit component
+#: (``bin-tools``): a CUDA Toolkit CVE in one of them is proven not to apply when it is
+#: absent (advisory rule ``cuda-part-absent``)
+CHECKED_TOOLS = ("cuobjdump", "nvdisasm", "ptxas", "cu++filt", "nvprune", "nvlink",
+                 "fatbinary")
+
+
 @register
 class CudaCollector(Collector):
     id = "cuda"
@@ -293,6 +300,7 @@ class CudaCollector(Collector):
         PathSpec("/usr/local/cuda*/version.json", max_size=1024 * 1024),
         PathSpec("/usr/local/cuda*/version.txt", max_size=64 * 1024),
         PathSpec("/usr/local/cuda*/bin/nvcc", max_size=0),
+        *(PathSpec(f"/usr/local/cuda*/bin/{t}", max_size=0) for t in CHECKED_TOOLS),
         *(PathSpec("/**/" + g, max_size=0) for g in _SONAME_GLOBS),
         *(PathSpec("/**/include/**/" + h, max_size=_HEADER_MAX) for h in _HEADER_NAMES),
         *(PathSpec(f"/**/{d}.dist-info/METADATA", max_size=_META_MAX) for d in _WHEEL_DISTS),
@@ -304,6 +312,7 @@ class CudaCollector(Collector):
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         obs = Observations("cuda")
         obs.cpe_products[TOOLKIT] = "cuda_toolkit"
+        self._bin_tools: dict[str, list[str]] = {}
         self._sonames(ctx, obs)
         self._classified(ctx, obs)
         self._headers(ctx, obs)
@@ -315,6 +324,9 @@ class CudaCollector(Collector):
             v = obs.chosen_version(o)
             if o.name == TOOLKIT and v:
                 o.properties["release"] = v
+            if o.name == TOOLKIT and o.location in self._bin_tools:
+                o.properties["bin-tools-checked"] = " ".join(CHECKED_TOOLS)
+                o.properties["bin-tools"] = " ".join(self._bin_tools[o.location])
             # how the chosen version was read, when a classifier row gave it
             best = max(o.versions, key=lambda t: (t[0], len(t[1])), default=None)
             if best is not None and best[2].startswith("elf-"):
@@ -527,6 +539,8 @@ class CudaCollector(Collector):
             if not (vj or fs.is_file(txt) or fs.is_file(nvcc) or has_files):
                 continue
             out.append(root)
+            present = [t for t in CHECKED_TOOLS if fs.is_file(f"{root}/bin/{t}")]
+            self._bin_tools[root] = present
             if vj:
                 vpath, data = vj
                 rel = (

@@ -140,6 +140,9 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for a in cna.get("affected") or []:
         vendor, product = str(a.get("vendor", "")), str(a.get("product", ""))
+        if vendor.strip().lower() in ("", "n/a", "unspecified"):
+            # Intel's records say vendor "n/a": the assigner is the vendor
+            vendor = str(meta.get("assignerShortName") or vendor)
         target, scheme = target_for(vendor, product, list(a.get("cpes") or []))
         if target is None:
             if product not in imp.unmapped:
