@@ -34,28 +34,34 @@ def test_table_rows_cite_sources() -> None:
 
 
 def test_libcudart_matches_toolkit_advisory() -> None:
-    # NVIDIA 5594: CUDA Toolkit up to 12.8 (fixed in 12.8). The bulletin names the toolkit
-    # as a whole (the flaws are in cuobjdump/nvdisasm): a component is matched through its
-    # release, but only for review, never as certainly affected
-    assert status([comp("cudart", "12.4.127")], "CVE-2024-53870") == [
-        ("cudart@12.4.127", "review", "12.8")]
-    f = next(x for x in match([comp("cudart", "12.4.127")], DB) if x.id == "CVE-2024-53870")
+    # NVIDIA 5661 CVE-2025-23272: CUDA Toolkit prior to 12.9 Update 1, "NVIDIA nvJPEG library
+    # contains a vulnerability": a component is matched through its release, but only for
+    # review, never as certainly affected (whether it carries nvJPEG is not stated)
+    assert status([comp("cudart", "12.4.127")], "CVE-2025-23272") == [
+        ("cudart@12.4.127", "review", "12.9.1")]
+    f = next(x for x in match([comp("cudart", "12.4.127")], DB) if x.id == "CVE-2025-23272")
     assert "cudart 12.4.127 ships with CUDA 12.4.1" in (f.detail or "")
     assert "whether cudart carries the vulnerable part is not stated" in (f.detail or "")
-    assert status([comp("cublas", "12.4.5.8")], "CVE-2024-53870")[0][1] == "review"
-    assert status([comp("cudart", "11.8.89")], "CVE-2024-53870")[0][1] == "review"
+    assert status([comp("cublas", "12.4.5.8")], "CVE-2025-23272")[0][1] == "review"
+    assert status([comp("cudart", "11.8.89")], "CVE-2025-23272")[0][1] == "review"
+    # NVIDIA 5594 CVE-2024-53870 is "in the cuobjdump binary": a library of the toolkit
+    # does not contain it (proven, cuda-part-absent)
+    f = next(x for x in match([comp("cudart", "12.4.127")], DB) if x.id == "CVE-2024-53870")
+    assert f.advisory is not None and f.advisory.status == "not-affected"
+    assert f.advisory.rule == "cuda-part-absent"
+    assert (f.advisory.justification or "").startswith("component_not_present: ")
 
 
 def test_major_minor_rule() -> None:
-    # every 12.6.x is below 12.8: in range without knowing the patch release (review, as
+    # every 12.6.x is below 12.9.1: in range without knowing the patch release (review, as
     # every component-through-release match)
-    f = next(x for x in match([comp("cudart", "12.6.77")], DB) if x.id == "CVE-2024-53870")
+    f = next(x for x in match([comp("cudart", "12.6.77")], DB) if x.id == "CVE-2025-23272")
     assert f.advisory is not None and f.advisory.status == "review"
     assert "every such release is in the vendor range" in (f.detail or "")
-    # every 12.8.x is fixed for 5594 (fixed in 12.8)
-    assert status([comp("cudart", "12.8.57")], "CVE-2024-53870") == []
+    # every 13.0.x is fixed for CVE-2025-23272 (fixed in 12.9.1)
+    assert status([comp("cudart", "13.0.96")], "CVE-2025-23272") == []
     # a math library outside the table says nothing about the release
-    assert status([comp("cublas", "12.6.4.1")], "CVE-2024-53870") == []
+    assert status([comp("cublas", "12.6.4.1")], "CVE-2025-23272") == []
 
 
 def test_toolkit_root_speaks_for_its_components() -> None:

@@ -19,6 +19,14 @@ H200_HIGH = {
 }
 
 
+# NVIDIA 5755 (CUDA Toolkit, fixed in 13.1): the host's CUDA 13.0 metapackage debs and
+# cudart-dev (through its release), each CVE >= 7.0 (CVE-2025-33231 is medium)
+TOOLKIT_13 = {("advisories", f"{p}", c)
+              for p in ("cuda-compiler-13-0 13.0.2-1", "cuda-cudart-dev-13-0 13.0.96-1",
+                        "cuda-libraries-13-0 13.0.2-1", "cuda-libraries-dev-13-0 13.0.2-1")
+              for c in ("CVE-2025-33228", "CVE-2025-33229", "CVE-2025-33230")}
+
+
 def _adv(ids: set[str], subject: str = COMPAT) -> set[tuple[str, str, str | None]]:
     return {("advisories", subject, i) for i in ids}
 
@@ -28,7 +36,7 @@ TABLE = [
     ("advisories-high-host", "host-h200", """
 rules:
   advisories: {fail_on: high}
-""", 1, _adv(H200_HIGH)),
+""", 1, _adv(H200_HIGH) | TOOLKIT_13),
     ("advisories-critical-passes", "host-h200", """
 rules:
   advisories: {fail_on: critical}
@@ -36,7 +44,7 @@ rules:
     ("advisories-high-from-cyclonedx", "h200-cdx", """
 rules:
   advisories: {fail_on: high}
-""", 1, _adv(H200_HIGH, "cuda-compat-13-0 580.95.05-0ubuntu1")),
+""", 1, _adv(H200_HIGH, "cuda-compat-13-0 580.95.05-0ubuntu1") | TOOLKIT_13),
     ("advisories-review-is-warning", "intel", """
 rules:
   advisories: {fail_on: medium}
@@ -47,14 +55,19 @@ rules:
 """, 1, {("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2025-20018"),
          ("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2024-31073"),
          ("advisories", "intel-opencl-icd 22.43.24595.41-1", "CVE-2025-32453"),
-         ("advisories", "libze1 1.8.12-1", "CVE-2024-31073")}),
+         ("advisories", "libze1 1.8.12-1", "CVE-2024-31073")}
+        # the graphics compiler and gmmlib debs are the Intel graphics driver's (catalog)
+        | {("advisories", p, c) for p in ("libigc1 1.0.12504.6-1+deb12u1",
+                                          "libigdfcl1 1.0.12504.6-1+deb12u1",
+                                          "libigdgmm12 22.3.3+ds1-1")
+           for c in ("CVE-2025-20018", "CVE-2025-32453")}),
     ("exception-waives-advisories", "host-h200", f"""
 rules:
   advisories: {{fail_on: high}}
 exceptions:
-  - component: cuda-compat-*
+  - component: cuda-*
     rule: advisories
-    reason: compat libraries unused on this node (driver 580.159.04 is loaded)
+    reason: compat libraries and the toolkit unused on this node (driver 580.159.04 is loaded)
     owner: platform-team
     expires: "{FUTURE}"
 """, 0, set()),
@@ -70,7 +83,7 @@ exceptions:
     reason: accepted until the R580 update
     owner: sec-team
     expires: "{PAST}"
-""", 1, _adv(H200_HIGH - {"CVE-2025-33219"})
+""", 1, _adv(H200_HIGH - {"CVE-2025-33219"}) | TOOLKIT_13
         | {("exceptions", "exception (advisory CVE-2025-33220)", None)}),
     ("driver-branches-refused", "host-h200", """
 rules:
@@ -234,8 +247,11 @@ def test_review_findings_are_warnings(inputs, tmp_path) -> None:
     code, report = run_gate(inputs["intel"], policy, tmp_path)
     (d,) = report["targets"]
     assert code == 0 and not d["violations"]
-    assert sorted(w["advisory"] for w in d["warnings"]) == [
-        "CVE-2024-31073", "CVE-2024-31073", "CVE-2025-20018", "CVE-2025-32453"]
+    # intel-opencl-icd, libze1, and the graphics compiler / gmmlib debs (libigc1,
+    # libigdfcl1, libigdgmm12: the Intel graphics driver's, per the catalog)
+    assert sorted(w["advisory"] for w in d["warnings"]) == sorted(
+        ["CVE-2024-31073", "CVE-2024-31073", "CVE-2025-20018", "CVE-2025-32453"]
+        + ["CVE-2025-20018", "CVE-2025-32453"] * 3)
     assert all(w["level"] == "warning" for w in d["warnings"])
 
 

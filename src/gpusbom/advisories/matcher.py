@@ -472,6 +472,11 @@ def _bulletin_branches(adv: Advisory) -> frozenset[int]:
                      and a.variant is None and a.platform in (None, "linux"))
 
 
+#: CUDA Toolkit executables a bulletin may name (``Vulnerability.parts``)
+_TOOLKIT_TOOLS = frozenset({"cuobjdump", "nvdisasm", "nvcc", "ptxas", "cu++filt", "nvprune",
+                            "nvlink", "fatbinary", "nvvp", "nsight-systems",
+                            "nsight-compute"})
+
 _KERNEL_FILES = re.compile(r"(?:^|/)lib/modules/|\.ko(?:\.xz|\.zst|\.gz)?$|\.run$")
 
 
@@ -573,6 +578,17 @@ def match(
         vkey = (id(vuln), target, version, props, cdist, windows_only)
         if via_release is not None:
             verdict = _judge_release(entries, c, via_release)
+            tools = set(vuln.parts) & _TOOLKIT_TOOLS
+            if verdict is not None and tools and tools == set(vuln.parts) \
+                    and key[2] not in tools:
+                # the vendor places the CVE in a toolkit executable; this component is a
+                # library of the toolkit (cudart, cuBLAS...), which does not contain it
+                names = ", ".join(sorted(tools))
+                return ("not-affected", None, verdict.reason, "cuda-part-absent",
+                        f"component_not_present: the vendor places {vuln.id} in {names}; "
+                        f"this component is {key[2]} of the toolkit, not {names} (gpusbom "
+                        f"analysis) [raw: {verdict.status}, {verdict.reason}]",
+                        version)
         elif vkey in verdicts:
             verdict = verdicts[vkey]
         else:

@@ -216,12 +216,23 @@ def ids() -> tuple[str, ...]:
     return tuple(_by_id())
 
 
+@functools.lru_cache(maxsize=64)
+def _prefilter(ecosystem: str) -> re.Pattern[str] | None:
+    """Every row's patterns of one ecosystem as one alternation: most package names match
+    no row, and one regex says so (10,000 names: 2 s of per-row loops -> milliseconds)."""
+    pats = [rx.pattern for r in products() for rx in r.names.get(ecosystem, ())]
+    return re.compile("|".join(f"(?:{p})" for p in pats), re.IGNORECASE) if pats else None
+
+
 @functools.lru_cache(maxsize=65536)
 def by_package(ecosystem: str | None, name: str) -> tuple[Product, ...]:
     """Rows whose ``ecosystem`` name patterns match ``name`` (file order)."""
     if not ecosystem or not name:
         return ()
     n = normalise_name(ecosystem, name)
+    pf = _prefilter(ecosystem)
+    if pf is None or pf.fullmatch(n) is None:
+        return ()
     return tuple(r for r in products() if any(rx.fullmatch(n) for rx in r.names.get(ecosystem, ())))
 
 
