@@ -74,7 +74,10 @@ def render(fmt: str, result: ScanResult, version: str = "1.6") -> str:
 @pytest.mark.parametrize("fmt", sorted(all_writers()))
 def test_odd_result_is_valid(fmt: str) -> None:
     result = odd_result()
-    if fmt.startswith("cyclonedx"):
+    if fmt in ("openvex", "cyclonedx-vex"):
+        doc = json.loads(render(fmt, result))
+        assert "@context" in doc if fmt == "openvex" else doc["bomFormat"] == "CycloneDX"
+    elif fmt.startswith("cyclonedx"):
         of = OutputFormat.JSON if fmt.endswith("json") else OutputFormat.XML
         for version, sv in (("1.6", SchemaVersion.V1_6), ("1.5", SchemaVersion.V1_5)):
             text = render(fmt, result, version)

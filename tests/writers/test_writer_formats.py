@@ -25,6 +25,7 @@ UPDATE = os.environ.get("GPUSBOM_UPDATE_GOLDEN") == "1"
 #: every format we ship; a new writer must be added here (and get a golden file)
 EXPECTED_FORMATS = {
     "table", "json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value", "html",
+    "openvex", "cyclonedx-vex",
 }
 #: (golden name, format, options)
 VARIANTS = [
@@ -39,6 +40,8 @@ VARIANTS = [
     ("spdx-json", "spdx-json", WriterOptions()),
     ("spdx-tag-value", "spdx-tag-value", WriterOptions()),
     ("html", "html", WriterOptions()),
+    ("openvex", "openvex", WriterOptions()),
+    ("cyclonedx-vex", "cyclonedx-vex", WriterOptions()),
 ]
 
 
