@@ -61,7 +61,7 @@ def openvex(result: ScanResult) -> dict[str, Any]:
     seen: set[str] = set()
     for f, c in _findings(result):
         a = f.advisory
-        assert a is not None
+        assert a is not None  # noqa: S101 - _findings yields advisory findings only
         product: dict[str, Any] = {"@id": c.purl or c.bom_ref}
         if c.purl:
             product["identifiers"] = {"purl": c.purl}
@@ -107,13 +107,13 @@ def cyclonedx_vex(result: ScanResult) -> dict[str, Any]:
 
     groups: dict[tuple[str, str], list[tuple[Finding, Component]]] = {}
     for f, c in _findings(result):
-        assert f.advisory is not None
+        assert f.advisory is not None  # noqa: S101 - _findings yields advisory findings only
         groups.setdefault((f.advisory.vulnerability, f.advisory.status), []).append((f, c))
     vulns = []
     used: dict[str, Component] = {}
     for (vid, status), pairs in sorted(groups.items()):
         lead = pairs[0][0].advisory
-        assert lead is not None
+        assert lead is not None  # noqa: S101 - _findings yields advisory findings only
         v: dict[str, Any] = {"bom-ref": f"vex:{vid}:{status}", "id": vid,
                              "source": {"name": lead.advisory,
                                         **({"url": lead.urls[0]} if lead.urls else {})}}

@@ -236,7 +236,7 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     if analysed:
         by_rule: dict[str, int] = {}
         for f in analysed:
-            assert f.advisory is not None and f.advisory.rule is not None
+            assert f.advisory is not None and f.advisory.rule is not None  # noqa: S101 - filtered above
             by_rule[f.advisory.rule] = by_rule.get(f.advisory.rule, 0) + 1
         console.print(Text(
             f"Not affected by gpusbom analysis ({len(analysed)}: "
