@@ -122,9 +122,11 @@ def test_missing_policy_and_missing_target(tmp_path, capsys, inputs) -> None:
     assert main(["gate", "-p", "default", f"sbom:{bad}"]) == 3
 
 
-def test_usage_errors(capsys, inputs) -> None:
+def test_usage_errors(capsys, inputs, tmp_path) -> None:
     assert main(["gate", "-p", "default"]) == 2
-    assert main(["gate", "-p", "default", "-o", "html=x", str(inputs["triton"])]) == 2
+    # a format gate does not write (SBOMs are scan's): usage error, nothing written
+    assert main(["gate", "-p", "default", "-o", f"spdx-json={tmp_path / 'x'}", str(inputs["triton"])]) == 2
+    assert not (tmp_path / "x").exists()
     assert main(["gate", "-p", "default", "--probe", str(inputs["triton"])]) == 2
 
 
