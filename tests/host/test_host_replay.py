@@ -87,9 +87,13 @@ def test_h200_findings(h200: ScanResult) -> None:
     # are below the January/May 2026 R580 fixes; the host driver 580.159.04 is not flagged
     adv = [f for f in h200.findings if f.kind == "advisory"]
     assert {"CVE-2025-33219", "CVE-2026-24187"} <= {f.id for f in adv}
-    affected = [f for f in adv if f.advisory and f.advisory.status == "affected"]
+    affected = [f for f in adv if f.advisory and f.advisory.status == "affected"
+                and f.advisory.product == "nvidia-driver"]
+    assert affected
     assert {f.advisory.installed_version for f in affected if f.advisory} == {"580.95.05"}
     assert all(f.components == consistency[0].components for f in affected)
+    # the CUDA 13.0 toolkit packages are matched against the CUDA Toolkit bulletins too
+    assert {f.advisory.product for f in adv if f.advisory} >= {"nvidia-driver", "cuda-toolkit"}
     f = consistency[0]
     assert f.kind == "consistency" and f.severity == "info"
     assert "580.95.05" in f.title and "580.159.04" in f.title
@@ -181,7 +185,11 @@ def test_h200_json_round_trip(h200: ScanResult) -> None:
 def test_cpu_only(cpu_only: ScanResult) -> None:
     assert not _by(cpu_only, type=ComponentType.DEVICE)
     assert not _by(cpu_only, type=ComponentType.FIRMWARE)
-    assert [(f.id, f.title) for f in cpu_only.findings] == [("host/no-gpu", "no GPU devices found")]
+    host = [(f.id, f.title) for f in cpu_only.findings if f.kind != "advisory"]
+    assert host == [("host/no-gpu", "no GPU devices found")]
+    # its CUDA 13.0 toolkit debs are judged against the CUDA Toolkit bulletins, as on GPU hosts
+    assert all(f.advisory and f.advisory.product != "nvidia-driver"
+               for f in cpu_only.findings if f.kind == "advisory")
     # the installed stack is still inventoried
     text = cpu_only.stack_text()
     assert "CUDA 13.0" in text and "PoCL 3.1" in text and "Mesa 22.3.6" in text
