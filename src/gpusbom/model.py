@@ -96,6 +96,9 @@ class Evidence:
     path: str | None = None  # absolute path inside the target
     layer: str | None = None  # diff_id of the layer holding that path
     detail: str | None = None  # e.g. the matched line or env var
+    # SHA-256 (hex) of the file at ``path``, computed from its bytes as the layer streamed
+    # (GPU binaries only: ``gpu-binaries`` evidence)
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)

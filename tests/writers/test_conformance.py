@@ -75,12 +75,69 @@ def _advisory_result() -> ScanResult:
     return r
 
 
+LOOSE_SO = "/opt/app/lib/libkernels.so"
+LOOSE_SHA = "5d" * 32
+DEB_SO = "/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"
+DEB_SHA = "e7" * 32
+
+
+def _hashed_result() -> ScanResult:
+    """A GPU binary found as a file of its own (it gets component hashes) and one owned by a
+    deb (the file's digest stays on that file's evidence: it is not the package's)."""
+    r = helpers.make_result()
+    taken = {c.bom_ref for c in r.components}
+    loose = Component(name="libkernels", version=None, ecosystem="generic",
+                      properties={"cuda:sass": "sm_80,sm_90"},
+                      evidence=[Evidence("gpu-binaries", "elf", LOOSE_SO, helpers.CUDA_LAYER,
+                                         "GPU code", sha256=LOOSE_SHA)])
+    deb = Component(name="librocrand1", version="5.3.3-4", ecosystem="deb",
+                    purl="pkg:deb/debian/librocrand1@5.3.3-4?arch=amd64&distro=debian-12",
+                    properties={"hip:gfx": "gfx90a:xnack-"},
+                    evidence=[Evidence("dpkg", "package-db", "/var/lib/dpkg/status",
+                                       helpers.BASE_LAYER, "Package: librocrand1"),
+                              Evidence("gpu-binaries", "elf", DEB_SO, helpers.BASE_LAYER,
+                                       "GPU code", sha256=DEB_SHA)])
+    for c in (loose, deb):
+        c.assign_ref(taken)
+        r.components.append(c)
+    return r
+
+
 RESULTS = {
     "image": helpers.make_result,
     "directory": helpers.make_directory_result,
     "host": _host_result,
     "advisories": _advisory_result,
+    "hashed": _hashed_result,
 }
+
+
+@pytest.mark.parametrize("version", sorted(CDX_VERSIONS))
+def test_cyclonedx_hashes_only_on_a_component_that_is_one_file(version: str) -> None:
+    doc = json.loads(render("cyclonedx-json", _hashed_result(),
+                            WriterOptions(cyclonedx_version=version)))
+    by_name = {c["name"]: c for c in doc["components"]}
+    assert by_name["libkernels"]["hashes"] == [{"alg": "SHA-256", "content": LOOSE_SHA}]
+    assert "hashes" not in by_name["librocrand1"]
+    assert [c["name"] for c in doc["components"] if "hashes" in c] == ["libkernels"]
+    props = [(p["name"], p["value"]) for p in by_name["librocrand1"]["properties"]]
+    assert ("gpusbom:sha256", f"{DEB_SO}={DEB_SHA}") in props
+    if version != "1.5":  # 1.5 occurrences have no additionalContext
+        ctx = [o for o in by_name["librocrand1"]["evidence"]["occurrences"]
+               if o["location"] == DEB_SO]
+        assert len(ctx) == 1 and f"sha256={DEB_SHA}" in ctx[0]["additionalContext"]
+
+
+def test_spdx_checksum_only_on_a_package_that_is_one_file() -> None:
+    doc = json.loads(render("spdx-json", _hashed_result()))
+    by_name = {p["name"]: p for p in doc["packages"]}
+    loose = by_name["libkernels"]
+    assert loose["checksums"] == [{"algorithm": "SHA256", "checksumValue": LOOSE_SHA}]
+    assert loose["packageFileName"] == LOOSE_SO
+    assert "checksums" not in by_name["librocrand1"]
+    assert f"sha256={DEB_SHA}" in by_name["librocrand1"]["comment"]
+    tv = render("spdx-tag-value", _hashed_result())
+    assert f"PackageChecksum: SHA256: {LOOSE_SHA}" in tv
 
 
 def render(fmt: str, result: ScanResult, options: WriterOptions | None = None) -> str:

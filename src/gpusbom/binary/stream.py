@@ -32,6 +32,7 @@ not searched either: device code containers are data and never linked there.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any, Literal
@@ -211,8 +212,14 @@ class _StreamScanner:
     bytes back to be processed again (``_replay``: a candidate that turned out not to be one).
     """
 
-    def __init__(self, *, cuda: bool, hip: bool, name: str = "<stream>") -> None:
+    def __init__(
+        self, *, cuda: bool, hip: bool, name: str = "<stream>", sha256: bool = False
+    ) -> None:
         self.name = name
+        # SHA-256 of every byte of a binary (ELF, fatbin, bundle), updated from the chunks
+        # as they stream by: the file is not read twice. Reported only with device code.
+        self._want_hash = sha256
+        self._hasher: Any = None
         self._cuda = cuda
         self._hip = hip
         self._plain = hip  # look for uncompressed bundles (off inside a v1 CCOB bundle)
@@ -277,7 +284,11 @@ class _StreamScanner:
     # -- the StreamAnalyzer protocol ---------------------------------------------------------
 
     def feed(self, chunk: bytes) -> None:
-        if self._off or not chunk:
+        if not chunk:
+            return
+        if self._hasher is not None:
+            self._hasher.update(chunk)
+        if self._off:
             return
         if self._head is not None:
             head = self._head + bytes(chunk[:4])
@@ -296,6 +307,8 @@ class _StreamScanner:
             if self._head:  # bytes held back from earlier (tiny) chunks
                 chunk = self._head + bytes(chunk)
             self._head = None
+            if self._want_hash:  # a binary: hash it from its first byte
+                self._hasher = hashlib.sha256(chunk)
         if self._elf_head is not None:
             self._elf_prefix(chunk)
         self._work.append(bytes(chunk) if not isinstance(chunk, bytes) else chunk)
@@ -319,8 +332,9 @@ class _StreamScanner:
 
     @property
     def done(self) -> bool:
-        """True once more data cannot change the result (not a binary, or gave up)."""
-        return self._off
+        """True once more data cannot change the result (not a binary, or gave up and not
+        hashing)."""
+        return self._off and self._hasher is None
 
     def close(self) -> dict[str, Any] | None:
         rounds = 0
@@ -340,7 +354,11 @@ class _StreamScanner:
         self._acc = bytearray()
         self._handler = None
         self._off = True
-        return self.result()
+        out = self.result()
+        if out is not None and self._hasher is not None:
+            out["sha256"] = self._hasher.hexdigest()
+        self._hasher = None
+        return out
 
     # -- results -------------------------------------------------------------------------------
 
@@ -740,7 +758,9 @@ class HipBundleScanner(_StreamScanner):
 
 
 class GpuCodeScanner(_StreamScanner):
-    """Both in one pass: ``{"cuda": {...}, "hip": {...}}`` (either key absent), or None."""
+    """Both in one pass: ``{"cuda": {...}, "hip": {...}}`` (either key absent), or None.
+    With ``sha256``, a file with device code also gets ``"sha256"``: the hex SHA-256 of all
+    its bytes, hashed as they were fed."""
 
-    def __init__(self, name: str = "<stream>") -> None:
-        super().__init__(cuda=True, hip=True, name=name)
+    def __init__(self, name: str = "<stream>", *, sha256: bool = False) -> None:
+        super().__init__(cuda=True, hip=True, name=name, sha256=sha256)

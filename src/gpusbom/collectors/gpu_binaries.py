@@ -6,6 +6,7 @@ Every shared library (``*.so``, ``*.so.*``), executable (files of ``bin``, ``sbi
 (nothing is kept: ``max_size=0``); files that start with neither an ELF nor a fatbin/bundle
 magic are not scanned. For each file with device code, one observation:
 
+* ``sha256`` on the evidence: the SHA-256 of the file's bytes, hashed as they streamed;
 * ``name``: the file's stem (``libcublasLt``), ``version``: the soname's (``12.4.127``; the
   bare major ``.so.12`` is not a version), ``ecosystem`` generic, evidence method ``elf``;
 * properties: ``cuda:sass`` (``sm_80,sm_90,sm_90a``), ``cuda:ptx`` (``compute_90``),
@@ -22,6 +23,8 @@ one package are unioned.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -45,7 +48,9 @@ _CODE_EXT = (".fatbin", ".cubin", ".hsaco")
 def _scanner() -> GpuCodeScanner:
     from ..binary.stream import GpuCodeScanner
 
-    return GpuCodeScanner()
+    # GPUSBOM_NO_BINARY_HASH=1 turns the SHA-256 off (benchmarks/scan_gpu_binaries.py
+    # measures what it costs with it)
+    return GpuCodeScanner(sha256=os.environ.get("GPUSBOM_NO_BINARY_HASH", "") in ("", "0"))
 
 
 #: executables (ELF ``ET_EXEC`` or PIE) get the same analysis as shared libraries; files of
@@ -118,7 +123,7 @@ def _detail(analysis: dict[str, Any]) -> str:
 @register
 class GpuBinaries(Collector):
     id = "gpu-binaries"
-    version = "2"
+    version = "3"  # 3: the file's sha256
     phase = 2
     paths = PATHS
 
@@ -155,6 +160,11 @@ class GpuBinaries(Collector):
                 if _is_executable(path)
                 else ComponentType.FILE,
                 properties=props,
-                evidence=[ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis))],
+                evidence=[
+                    dataclasses.replace(
+                        ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis)),
+                        sha256=analysis.get("sha256"),
+                    )
+                ],
                 ecosystem="generic",
             )

@@ -11,7 +11,7 @@ from datetime import datetime
 from packageurl import PackageURL
 
 from ..identity import target_identity
-from ..model import PROPERTY_NAMESPACE, ScanResult, Unknown
+from ..model import PROPERTY_NAMESPACE, Component, ScanResult, Unknown
 
 #: namespace for every UUID / document namespace gpusbom derives
 GPUSBOM_UUID_NS = uuid.uuid5(uuid.NAMESPACE_URL, "https://gpusbom.dev/")
@@ -173,3 +173,19 @@ def advisory_db_text(result: object) -> str | None:
     if info.get("advisories") is not None:
         parts.append(f"{info['advisories']} advisories")
     return "advisory database: " + ", ".join(parts)
+
+
+def own_file_sha256(c: Component) -> tuple[str, str] | None:
+    """(path, sha256) when ``c`` *is* one hashed file: no package ecosystem (a library,
+    executable or GPU code file found as a file) and every path of its evidence is that one
+    file. Its SHA-256 then identifies the component (CycloneDX ``hashes``, SPDX package
+    ``checksums`` with the path as ``packageFileName``). A package (deb, wheel, ...) or a
+    product seen in several files gets no component hash: a file's digest is not the
+    package's; it stays on that file's evidence (occurrence context, ``gpusbom:sha256``)."""
+    if c.ecosystem not in (None, "generic"):
+        return None
+    paths = {ev.path for ev in c.evidence if ev.path}
+    hashed = {(ev.path, ev.sha256) for ev in c.evidence if ev.path and ev.sha256}
+    if len(paths) != 1 or len(hashed) != 1:
+        return None
+    return next(iter(hashed))

@@ -7,7 +7,7 @@ import warnings
 from decimal import Decimal
 from typing import TextIO
 
-from cyclonedx.model import Property, XsUri
+from cyclonedx.model import HashAlgorithm, HashType, Property, XsUri
 from cyclonedx.model.bom import Bom, BomMetaData
 from cyclonedx.model.bom_ref import BomRef
 from cyclonedx.model.component import Component as CdxComponent
@@ -59,6 +59,7 @@ from ._common import (
     document_uuid,
     finding_text,
     one_line,
+    own_file_sha256,
     parse_timestamp,
     prop,
     sorted_unknowns,
@@ -140,6 +141,8 @@ def _evidence_context(ev: Evidence) -> str:
         parts.append(f"layer={ev.layer}")
     if ev.detail:
         parts.append(f"detail={ev.detail}")
+    if ev.sha256:
+        parts.append(f"sha256={ev.sha256}")
     return "; ".join(parts)
 
 
@@ -193,6 +196,8 @@ def _component_properties(c: Component, contained_by: list[str]) -> list[Propert
             props.append(Property(name=prop("path"), value=ev.path))
         if ev.detail:
             props.append(Property(name=prop("evidence:detail"), value=ev.detail))
+        if ev.sha256:
+            props.append(Property(name=prop("sha256"), value=f"{ev.path}={ev.sha256}"))
     for k, v in sorted(c.properties.items()):
         props.append(Property(name=prop(k), value=v))
     for parent in contained_by:
@@ -202,6 +207,7 @@ def _component_properties(c: Component, contained_by: list[str]) -> list[Propert
 
 def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]) -> CdxComponent:
     props = _component_properties(c, contained_by)
+    own = own_file_sha256(c)
     purl: PackageURL | None = None
     if c.purl:
         try:
@@ -224,6 +230,7 @@ def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]
         licenses=_licenses(c.licenses),
         properties=props,
         evidence=_evidence(c, spec, purl),
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=own[1])] if own else None,
     )
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 from spdx_tools.common.spdx_licensing import spdx_licensing  # type: ignore[import-untyped,unused-ignore]
 from spdx_tools.spdx.model.actor import Actor, ActorType
 from spdx_tools.spdx.model.annotation import Annotation, AnnotationType
+from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
 from spdx_tools.spdx.model.document import CreationInfo, Document
 from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
 from spdx_tools.spdx.model.package import (
@@ -36,6 +37,7 @@ from ._common import (
     document_uuid,
     finding_text,
     one_line,
+    own_file_sha256,
     parse_timestamp,
     prop,
     sorted_unknowns,
@@ -169,6 +171,8 @@ def _component_comment(c: Component, notes: list[str]) -> str | None:
             bits.append(f"layer={ev.layer}")
         if ev.detail:
             bits.append(f"detail={ev.detail}")
+        if ev.sha256:
+            bits.append(f"sha256={ev.sha256}")
         lines.append(f"{prop('evidence')}: " + "; ".join(bits))
     for k, v in sorted(c.properties.items()):
         lines.append(f"{prop(k)}={v}")
@@ -185,6 +189,9 @@ def _package(c: Component, sid: str, licref_names: dict[str, str]) -> Package:
     license_comment = None
     if c.licenses:
         license_comment = "declared: " + " | ".join(c.licenses)
+    # SPDX 2.3 7.10: a package checksum is of the package file; only a component that is
+    # one file gets one, with that file as packageFileName (see own_file_sha256)
+    own = own_file_sha256(c)
     return Package(
         spdx_id=sid,
         name=one_line(c.name),
@@ -200,6 +207,8 @@ def _package(c: Component, sid: str, licref_names: dict[str, str]) -> Package:
         comment=_component_comment(c, notes),
         external_references=refs,
         primary_package_purpose=PURPOSES.get(c.type, PackagePurpose.OTHER),
+        file_name=own[0] if own else None,
+        checksums=[Checksum(ChecksumAlgorithm.SHA256, own[1])] if own else [],
     )
 
 
