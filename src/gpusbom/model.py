@@ -171,6 +171,9 @@ class Component:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = asdict(self)
         d["type"] = self.type.value
+        for ev in d["evidence"]:
+            if ev["sha256"] is None:  # only GPU binaries have one: keep the others as they were
+                del ev["sha256"]
         return d
 
     @classmethod
