@@ -33,8 +33,12 @@ not searched either: device code containers are data and never linked there.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
 from gpusbom.binary.elf import ELF_MAGIC, BinaryFormatError
@@ -188,6 +192,52 @@ def executable_ranges(head: bytes | bytearray) -> list[tuple[int, int]] | None:
     return [(a, b) for a, b in merged if b - a >= MIN_SKIP]
 
 
+#: chunks at least this long are hashed on the hashing thread; smaller ones inline
+_HASH_ASYNC_MIN = 256 << 10
+#: chunks one file may have waiting to be hashed (4 MB each from the layer reader)
+_HASH_PENDING = 4
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    """One hashing thread per process (made after a fork, never inherited: a forked layer
+    worker would own a pool whose thread does not exist there)."""
+    global _pool
+    pid = os.getpid()
+    with _pool_lock:
+        if _pool is None or _pool[0] != pid:
+            _pool = (pid, ThreadPoolExecutor(1, thread_name_prefix="gpusbom-sha256"))
+        return _pool[1]
+
+
+class _Sha256:
+    """SHA-256 of a stream, updated on a thread of its own: hashlib releases the interpreter
+    lock, so the hash of a big binary runs beside the device-code search and the inflate
+    instead of after them. Chunks are hashed in order (one thread, FIFO); at most
+    :data:`_HASH_PENDING` chunks wait (bounded memory)."""
+
+    __slots__ = ("_h", "_pending")
+
+    def __init__(self, first: bytes) -> None:
+        self._h = hashlib.sha256()
+        self._pending: deque[Future[None]] = deque()
+        self.update(first)
+
+    def update(self, chunk: bytes) -> None:
+        if len(chunk) < _HASH_ASYNC_MIN and not self._pending:
+            self._h.update(chunk)
+            return
+        while len(self._pending) >= _HASH_PENDING:
+            self._pending.popleft().result()
+        self._pending.append(_hash_pool().submit(self._h.update, chunk))
+
+    def hexdigest(self) -> str:
+        while self._pending:
+            self._pending.popleft().result()
+        return self._h.hexdigest()
+
+
 class _NeedMore(Exception):
     def __init__(self, n: int) -> None:
         self.n = n
@@ -219,7 +269,7 @@ class _StreamScanner:
         # SHA-256 of every byte of a binary (ELF, fatbin, bundle), updated from the chunks
         # as they stream by: the file is not read twice. Reported only with device code.
         self._want_hash = sha256
-        self._hasher: Any = None
+        self._hasher: _Sha256 | None = None
         self._cuda = cuda
         self._hip = hip
         self._plain = hip  # look for uncompressed bundles (off inside a v1 CCOB bundle)
@@ -287,7 +337,7 @@ class _StreamScanner:
         if not chunk:
             return
         if self._hasher is not None:
-            self._hasher.update(chunk)
+            self._hasher.update(chunk if isinstance(chunk, bytes) else bytes(chunk))
         if self._off:
             return
         if self._head is not None:
@@ -308,7 +358,7 @@ class _StreamScanner:
                 chunk = self._head + bytes(chunk)
             self._head = None
             if self._want_hash:  # a binary: hash it from its first byte
-                self._hasher = hashlib.sha256(chunk)
+                self._hasher = _Sha256(bytes(chunk))
         if self._elf_head is not None:
             self._elf_prefix(chunk)
         self._work.append(bytes(chunk) if not isinstance(chunk, bytes) else chunk)
