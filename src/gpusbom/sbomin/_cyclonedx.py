@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..errors import InputError
@@ -28,7 +29,7 @@ from ._read import display_name
 
 _MAX_DEPTH = 64
 #: per-evidence properties the CycloneDX writer adds (evidence goes back into Evidence)
-_EVIDENCE_KEYS = {"collector", "evidence:method", "layer", "path", "evidence:detail"}
+_EVIDENCE_KEYS = {"collector", "evidence:method", "layer", "path", "evidence:detail", "sha256"}
 #: methods whose evidence usually has no path (image config, NVML)
 _PATHLESS = ("env", "label", "device")
 _RESERVED = _EVIDENCE_KEYS | {"ecosystem", "contained-by", "purl:unparsable", "cpe:invalid"}
@@ -156,6 +157,12 @@ def _own_evidence(props: list[tuple[str, str]], occ: list[tuple[str, str | None]
         out.append(Evidence(collector, _pick(rest_methods), None, None, d))
     if not out and methods:
         out.extend(Evidence(collector, m, None) for m in rest_methods)
+    # gpusbom:sha256 = PATH=HEX (the digest of a GPU binary; 1.5 occurrences carry no context)
+    digests = dict(v.rsplit("=", 1) for v in vals.get("sha256", []) if "=" in v)
+    if digests:
+        out = [dataclasses.replace(e, sha256=digests[e.path])
+               if e.sha256 is None and e.path in digests and e.collector == "gpu-binaries" else e
+               for e in out]
     return out
 
 

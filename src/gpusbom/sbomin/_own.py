@@ -23,11 +23,12 @@ from ..model import (
 
 PREFIX = PROPERTY_NAMESPACE + ":"
 
-#: ``collector=X; method=Y[; path=P][; layer=L][; detail=D]`` (CycloneDX additionalContext
+#: ``collector=X; method=Y[; path=P][; layer=L][; sha256=H][; detail=D]`` (CycloneDX additionalContext
 #: and the SPDX ``gpusbom:evidence:`` comment lines; detail comes last and may hold "; ")
 _EVIDENCE_RX = re.compile(
     r"^collector=(?P<collector>[^;]*); method=(?P<method>[^;]*)"
-    r"(?:; path=(?P<path>.*?))?(?:; layer=(?P<layer>[^;]*))?(?:; detail=(?P<detail>.*))?$",
+    r"(?:; path=(?P<path>.*?))?(?:; layer=(?P<layer>[^;]*))?(?:; sha256=(?P<sha256>[0-9a-f]{64}))?"
+    r"(?:; detail=(?P<detail>.*))?$",
     re.DOTALL,
 )
 _FINDING_RX = re.compile(r"^\[(?P<sev>[^\]]*)\] (?P<id>\S+): (?P<title>.*?)(?: \((?P<refs>[^()]*)\))?$")
@@ -54,6 +55,7 @@ def parse_evidence(text: str, path: str | None = None) -> Evidence | None:
         path=m.group("path") or path,
         layer=m.group("layer") or None,
         detail=m.group("detail") or None,
+        sha256=m.group("sha256") or None,
     )
 
 

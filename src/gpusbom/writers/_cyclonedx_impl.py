@@ -139,10 +139,10 @@ def _evidence_context(ev: Evidence) -> str:
     parts = [f"collector={ev.collector}", f"method={ev.method}"]
     if ev.layer:
         parts.append(f"layer={ev.layer}")
+    if ev.sha256:  # before detail: a detail may hold "; " and is read to the end
+        parts.append(f"sha256={ev.sha256}")
     if ev.detail:
         parts.append(f"detail={ev.detail}")
-    if ev.sha256:
-        parts.append(f"sha256={ev.sha256}")
     return "; ".join(parts)
 
 

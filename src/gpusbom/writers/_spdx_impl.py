@@ -169,10 +169,10 @@ def _component_comment(c: Component, notes: list[str]) -> str | None:
             bits.append(f"path={ev.path}")
         if ev.layer:
             bits.append(f"layer={ev.layer}")
+        if ev.sha256:  # before detail (see the CycloneDX writer)
+            bits.append(f"sha256={ev.sha256}")
         if ev.detail:
             bits.append(f"detail={ev.detail}")
-        if ev.sha256:
-            bits.append(f"sha256={ev.sha256}")
         lines.append(f"{prop('evidence')}: " + "; ".join(bits))
     for k, v in sorted(c.properties.items()):
         lines.append(f"{prop(k)}={v}")
