@@ -391,27 +391,14 @@ class RpmCollector(Collector):
         out: list[Component] = []
         done: set[str] = set()
         for path in SQLITE_DBS:
-            try:
-                if not fs.exists(path):
-                    continue
-                real = fs.realpath(path)
-            except Exception as e:  # noqa: BLE001
-                ctx.unknown(f"cannot resolve rpmdb: {e}", path)
-                continue
-            if real in done:
-                continue
-            done.add(real)
-            out.extend(self._read_db(ctx, real, osr))
+            real = self._resolve(ctx, path)
+            if real is not None and real not in done:
+                done.add(real)
+                out.extend(self._read_db(ctx, real, osr))
         if not done:
             for path in BDB_DBS:
-                try:
-                    if not fs.exists(path):
-                        continue
-                    real = fs.realpath(path)
-                except Exception as e:  # noqa: BLE001
-                    ctx.unknown(f"cannot resolve rpmdb: {e}", path)
-                    continue
-                if real not in done:
+                real = self._resolve(ctx, path)
+                if real is not None and real not in done:
                     done.add(real)
                     out.extend(self._read_db(ctx, real, osr, bdb=True))
         if not done:
@@ -420,6 +407,15 @@ class RpmCollector(Collector):
                     ctx.unknown("rpmdb in ndb format is not supported", path)
                     break
         return out
+
+    @staticmethod
+    def _resolve(ctx: CollectContext, path: str) -> str | None:
+        """The real path of the rpmdb at ``path``; None when absent or unresolvable (an unknown)."""
+        try:
+            return ctx.fs.realpath(path) if ctx.fs.exists(path) else None
+        except Exception as e:  # noqa: BLE001 - any view error: recorded as an unknown
+            ctx.unknown(f"cannot resolve rpmdb: {e}", path)
+            return None
 
     @staticmethod
     def _wal(ctx: CollectContext, path: str) -> bytes | None:
