@@ -153,7 +153,7 @@ class _Locks:
 def stored_digest(store: Any, digest: str) -> bool:
     from sqlalchemy import select
 
-    from .inventory.tables import scans
+    from .inventory.schema import scans
 
     with store.engine.connect() as c:
         stmt = select(scans.c.id).where(scans.c.kind == "image", scans.c.digest == digest)

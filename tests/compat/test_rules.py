@@ -15,15 +15,15 @@ from gpusbom.compat.arch import (
     sass_runs_on,
 )
 from gpusbom.compat.evaluate import cuda_coverage
-from gpusbom.compat.require import Facts, compare_version, requirements
-from gpusbom.compat.require import evaluate as req_eval
-from gpusbom.compat.tables import (
+from gpusbom.compat.reference_data import (
     driver_can_jit,
     driver_cuda,
     driver_ptx_isa,
     find_model,
     min_driver,
 )
+from gpusbom.compat.require import Facts, compare_version, requirements
+from gpusbom.compat.require import evaluate as req_eval
 from gpusbom.model import Component, Evidence, ScanResult, Target
 
 CC = ComputeCapability.parse

@@ -24,8 +24,8 @@ from inv_scans import host_scan
 from sqlalchemy import func, select
 
 from fixtures import imagetools as it
+from gpusbom.inventory.schema import components, scan_documents, scans
 from gpusbom.inventory.store import Store
-from gpusbom.inventory.tables import components, scan_documents, scans
 
 
 def _big(i: int):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from inv_scans import host_scan, image_scan
 
 from gpusbom.advisories.db import load_records
 from gpusbom.inventory import InventoryError, Store, parse_range
-from gpusbom.inventory.tables import metadata
+from gpusbom.inventory.schema import metadata
 from gpusbom.model import Finding, ScanResult
 
 ADVISORIES = Path(__file__).resolve().parents[2] / "advisories"
@@ -122,7 +122,7 @@ def test_twenty_concurrent_writers(db_url: str) -> None:
         assert counts["devices"] == len(distinct)
         # nothing duplicated inside a scan either
         with store.engine.connect() as conn:
-            from gpusbom.inventory.tables import components
+            from gpusbom.inventory.schema import components
 
             dup = conn.execute(select(components.c.scan_id, func.count()).group_by(
                 components.c.scan_id).having(func.count() != per_scan)).all()

@@ -453,7 +453,7 @@ def _best_score(v: Vulnerability) -> tuple[float | None, str | None, str | None]
 def _host_line(components: list[Component]) -> str | None:
     """``datacenter`` / ``workstation`` when every NVIDIA GPU a host scan found is of that
     line (by the GPU model table), else None."""
-    from ..compat.tables import find_model
+    from ..compat.reference_data import find_model
 
     lines = set()
     for c in components:

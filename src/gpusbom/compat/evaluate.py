@@ -7,7 +7,7 @@ Reads only the internal model (``ScanResult``):
   (``cudart`` products), what frameworks were built for (``built-for``: ``cuda 13.0``,
   ``rocm 6.2``), forward-compat libraries (``cuda-compat``), ROCm releases, the image env
   (``NVIDIA_REQUIRE_*``, ``CUDA_VERSION``, ``NVIDIA_DISABLE_REQUIRE``);
-* target side: a :class:`Platform`: one GPU kind (model, compute capability or gfx, data
+* target side: a :class:`GpuTarget`: one GPU kind (model, compute capability or gfx, data
   center or not, NVML brand) and the host's drivers; from a host scan
   (:func:`platforms_from_host`) or from target strings (:func:`platform_from_string`).
 
@@ -33,7 +33,7 @@ from .arch import (
     ptx_jits_for,
     sass_runs_on,
 )
-from .tables import (
+from .reference_data import (
     driver_can_jit,
     driver_cuda,
     driver_ptx_isa,
@@ -88,7 +88,7 @@ class Gpu:
 
 
 @dataclass(frozen=True)
-class Platform:
+class GpuTarget:
     """A GPU kind plus the drivers it runs under."""
 
     gpu: Gpu
@@ -111,7 +111,7 @@ class Platform:
 _SM_RX = re.compile(r"^(sm_|compute_)?\d{2,3}$|^\d{1,2}\.\d$", re.IGNORECASE)
 
 
-def platform_from_string(target: str, driver: str | None = None) -> Platform:
+def platform_from_string(target: str, driver: str | None = None) -> GpuTarget:
     """``H100``, ``NVIDIA H200``, ``sm_90``, ``9.0``, ``gfx90a:xnack-``, ``MI300X``."""
     from ..errors import UsageError
 
@@ -122,12 +122,12 @@ def platform_from_string(target: str, driver: str | None = None) -> Platform:
         cc = ComputeCapability.parse(t)
         if cc is None:
             raise UsageError(f"GPU target {target!r}: not a compute capability")
-        return Platform(Gpu(label=cc.sm, vendor="nvidia", cc=cc), driver=driver)
+        return GpuTarget(Gpu(label=cc.sm, vendor="nvidia", cc=cc), driver=driver)
     if t.lower().startswith("gfx"):
         g = GfxTarget.parse(t)
         if g is None:
             raise UsageError(f"GPU target {target!r}: not a gfx target id (gfx90a, gfx90a:xnack-)")
-        return Platform(Gpu(label=str(g), vendor="amd", gfx=g, data_center=None), driver=None)
+        return GpuTarget(Gpu(label=str(g), vendor="amd", gfx=g, data_center=None), driver=None)
     m = find_model(t)
     if m is None:
         raise UsageError(
@@ -138,9 +138,9 @@ def platform_from_string(target: str, driver: str | None = None) -> Platform:
         cc = ComputeCapability.parse(m.cc or "")
         gpu = Gpu(label=m.name, vendor="nvidia", cc=cc, data_center=m.data_center,
                   brand=m.brand, model=m.name)
-        return Platform(gpu, driver=driver)
+        return GpuTarget(gpu, driver=driver)
     g = GfxTarget.parse(m.gfx or "")
-    return Platform(Gpu(label=m.name, vendor=m.vendor, gfx=g, data_center=m.data_center,
+    return GpuTarget(Gpu(label=m.name, vendor=m.vendor, gfx=g, data_center=m.data_center,
                         model=m.name))
 
 
@@ -170,7 +170,7 @@ def _host_rocm_kmd(host: ScanResult) -> tuple[str | None, list[str]]:
     return None, []
 
 
-def platforms_from_host(host: ScanResult) -> list[Platform]:
+def platforms_from_host(host: ScanResult) -> list[GpuTarget]:
     """One platform per kind of GPU on a host scan (identical GPUs grouped)."""
     ref = host.target.reference or host.target.name or "host"
     driver, dpaths = _host_driver(host)
@@ -206,7 +206,7 @@ def platforms_from_host(host: ScanResult) -> list[Platform]:
             model=model.name if model else None, count=len(comps), addresses=addrs,
         )
         ev = [p for c in comps for p in _paths(c)[:2]]
-        out.append(Platform(gpu, driver=driver if vendor == "nvidia" else None,
+        out.append(GpuTarget(gpu, driver=driver if vendor == "nvidia" else None,
                             rocm_kmd=kmd if vendor == "amd" else None, host=ref,
                             evidence=tuple(dict.fromkeys(ev + (dpaths if vendor == "nvidia"
                                                                else kpaths))),
@@ -434,7 +434,7 @@ def _compat_version(c: Component) -> str | None:
 # --- the whole image on one platform
 
 
-def _nvidia(image: ScanResult, plat: Platform, cuda_code: list[Component]) -> Verdict:
+def _nvidia(image: ScanResult, plat: GpuTarget, cuda_code: list[Component]) -> Verdict:
     gpu = plat.gpu
     v = Verdict(image=_image_ref(image), target=plat.name, verdict=RUNS, driver=plat.driver,
                 host=plat.host, gpu=_gpu_dict(gpu), evidence=list(plat.evidence))
@@ -525,7 +525,7 @@ def _nvidia(image: ScanResult, plat: Platform, cuda_code: list[Component]) -> Ve
     return v
 
 
-def _amd(image: ScanResult, plat: Platform, hip_code: list[Component]) -> Verdict:
+def _amd(image: ScanResult, plat: GpuTarget, hip_code: list[Component]) -> Verdict:
     gpu = plat.gpu
     v = Verdict(image=_image_ref(image), target=plat.name, verdict=RUNS, host=plat.host,
                 gpu=_gpu_dict(gpu), evidence=list(plat.evidence))
@@ -625,7 +625,7 @@ def _gpu_dict(gpu: Gpu) -> dict[str, Any]:
     }
 
 
-def evaluate_platform(image: ScanResult, plat: Platform) -> Verdict:
+def evaluate_platform(image: ScanResult, plat: GpuTarget) -> Verdict:
     cuda_code, hip_code = _code_components(image)
     vendor = plat.gpu.vendor
     if vendor == "nvidia":

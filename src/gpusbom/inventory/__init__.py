@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .engine import InventoryError, default_url, normalize_url, redact
-from .ranges import VersionRange, parse_range
+from .database import InventoryError, default_url, normalize_url, redact
+from .ranges import QueryRange, parse_range
 from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = [
     "ScanInfo",
     "Store",
     "SubjectInfo",
-    "VersionRange",
+    "QueryRange",
     "default_url",
     "normalize_url",
     "parse_range",

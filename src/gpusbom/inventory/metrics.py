@@ -45,7 +45,7 @@ class _Collector:
         from prometheus_client.core import GaugeMetricFamily
         from sqlalchemy import func, select
 
-        from .tables import devices, findings, probes
+        from .schema import devices, findings, probes
 
         store = self.store
         latest = store.scans(all_scans=False)

@@ -34,7 +34,7 @@ class Constraint:
 
 
 @dataclass(frozen=True)
-class VersionRange:
+class QueryRange:
     """All constraints must hold. ``text`` is what the user wrote."""
 
     text: str
@@ -65,7 +65,7 @@ class VersionRange:
         return None
 
 
-def parse_range(text: str, scheme: str | None = None) -> VersionRange:
+def parse_range(text: str, scheme: str | None = None) -> QueryRange:
     """``"<9.1"``, ``">=9.0,<9.1"``, ``"9.1.0"`` (equality); raises ``UsageError``."""
     if scheme is not None and scheme not in SCHEMES:
         raise UsageError(f"--scheme {scheme!r}: one of {', '.join(sorted(SCHEMES))}")
@@ -80,4 +80,4 @@ def parse_range(text: str, scheme: str | None = None) -> VersionRange:
                              f"(use {', '.join(o for o in _OPS if o != '=')} and commas)")
         op = m.group(1) or "=="
         out.append(Constraint("==" if op == "=" else op, m.group(2)))
-    return VersionRange(text.strip(), tuple(out), scheme)
+    return QueryRange(text.strip(), tuple(out), scheme)

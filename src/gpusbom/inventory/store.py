@@ -17,9 +17,9 @@ from typing import Any
 from ..errors import InputError, UsageError
 from ..model import Component, ComponentType, Evidence, Product, ScanResult
 from . import normalize
-from .engine import InventoryError, describe_error, open_engine
-from .ranges import VersionRange
-from .tables import components, devices, findings, probes, products, scan_documents, scans
+from .database import InventoryError, describe_error, open_engine
+from .ranges import QueryRange
+from .schema import components, devices, findings, probes, products, scan_documents, scans
 from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
 __all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
@@ -290,7 +290,7 @@ class Store:
     def query(
         self,
         component: str | None = None,
-        versions: VersionRange | None = None,
+        versions: QueryRange | None = None,
         *,
         host: str | None = None,
         image: str | None = None,

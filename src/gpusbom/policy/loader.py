@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .ranges import RangeError, VersionRange, check_version
+from .ranges import PolicyRange, RangeError, check_version
 
 __all__ = ["BUILTIN", "Policy", "PolicyException", "load_policy", "load_policy_text", "schema"]
 
@@ -36,7 +36,7 @@ class ComponentRule:
 
     component: str
     ecosystem: str | None = None
-    versions: VersionRange | None = None
+    versions: PolicyRange | None = None
     reason: str | None = None
     line: int | None = None
 
@@ -344,7 +344,7 @@ def _check_rule(rule: str, settings: Any, where: str, doc: _Doc) -> Any:
             rng = None
             if "versions" in e:
                 try:
-                    rng = VersionRange.parse(e["versions"], e.get("scheme"))
+                    rng = PolicyRange.parse(e["versions"], e.get("scheme"))
                 except RangeError as exc:
                     raise _err(where, doc, base + (i, "versions"),
                                f"{e['component']}: bad version range {e['versions']!r}: {exc}"

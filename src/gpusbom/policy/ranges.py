@@ -17,7 +17,7 @@ from typing import Any
 from ..advisories.versions import InvalidVersion, parse
 from ..errors import GpusbomError
 
-__all__ = ["RangeError", "VersionRange", "check_version", "compare", "scheme_for"]
+__all__ = ["RangeError", "PolicyRange", "check_version", "compare", "scheme_for"]
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([^\s,<>=!]+)\s*$")
 _FALLBACK = ("generic", "pep440")
@@ -74,13 +74,13 @@ _OPS = {
 
 
 @dataclass(frozen=True)
-class VersionRange:
+class PolicyRange:
     text: str
     clauses: tuple[tuple[str, str], ...]
     scheme: str | None = None
 
     @classmethod
-    def parse(cls, text: str, scheme: str | None = None) -> VersionRange:
+    def parse(cls, text: str, scheme: str | None = None) -> PolicyRange:
         clauses = []
         for part in text.split(","):
             m = _CLAUSE.match(part)

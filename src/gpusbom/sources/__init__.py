@@ -28,7 +28,7 @@ from .base import ReadContext, Source, SourceResult
 from .containerd import ContainerdSource
 from .containers_storage import ContainersStorageSource
 from .directory import DirectorySource
-from .engine import DockerEngineSource
+from .docker_engine import DockerEngineSource
 from .oci import OciLayoutSource
 from .registry import RegistryOptions, RegistrySource
 from .sif import SifSource, is_sif

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from gpusbom.inventory.tables import metadata
+from gpusbom.inventory.schema import metadata
 
 config = context.config
 connection = config.attributes.get("connection")

@@ -13,7 +13,7 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
-from ...compat import Platform, evaluate_platform, platforms_from_host
+from ...compat import GpuTarget, evaluate_platform, platforms_from_host
 from ...compat.evaluate import FAIL, JIT, RUNS
 from ...errors import InputError
 from ...model import Component, ComponentType, ScanResult, Target
@@ -23,7 +23,7 @@ from .pages import Cache, stacks_of
 VERDICT_ORDER = (RUNS, JIT, FAIL)
 
 
-def platform_key(p: Platform) -> str:
+def platform_key(p: GpuTarget) -> str:
     g = p.gpu
     return "|".join((g.vendor, g.label, str(g.cc or ""), str(g.gfx or ""), p.driver or "",
                      p.rocm_kmd or ""))
@@ -32,7 +32,7 @@ def platform_key(p: Platform) -> str:
 def _driver_rows(conn: Any, ids: Any) -> Any:
     from sqlalchemy import or_, select
 
-    from ..tables import components
+    from ..schema import components
 
     return conn.execute(select(components.c.scan_id, components.c.name, components.c.version,
                                components.c.type, components.c.properties).where(
@@ -41,11 +41,11 @@ def _driver_rows(conn: Any, ids: Any) -> Any:
             components.c.product == "libcuda", components.c.name == "amdgpu-dkms")))
 
 
-def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[Platform, list[str]]]:
+def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[GpuTarget, list[str]]]:
     """GPU kind key -> (platform without host, hosts), from the latest host scans' rows."""
     from sqlalchemy import select
 
-    from ..tables import devices, scans
+    from ..schema import devices, scans
 
     latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
@@ -68,7 +68,7 @@ def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[Platform, list
                 comps[r.scan_id].append(Component(name=r.name, version=r.version,
                                                   type=ComponentType(r.type),
                                                   properties=dict(r.properties or {})))
-    out: dict[str, tuple[Platform, list[str]]] = {}
+    out: dict[str, tuple[GpuTarget, list[str]]] = {}
     for sid, subj in sorted(hosts.items(), key=lambda kv: kv[1]):
         mini = ScanResult(target=Target(kind="host", reference=subj, name=subj),
                           components=comps[sid])
@@ -85,7 +85,7 @@ def _latest_images(store: Store) -> list[Any]:
                   + store.scans(kind="sbom", all_scans=False), key=lambda s: s.subject)
 
 
-def _verdict(cache: Cache, image: ScanResult, sid: str, key: str, plat: Platform) -> Any:
+def _verdict(cache: Cache, image: ScanResult, sid: str, key: str, plat: GpuTarget) -> Any:
     hit = cache.get(("verdict", sid, key))
     if hit is None:
         hit = cache.put(("verdict", sid, key), evaluate_platform(image, plat))

@@ -70,7 +70,7 @@ def inventory_version(store: Store) -> tuple[int, str]:
     depend on every latest scan (an advisory re-matched over the fleet)."""
     from sqlalchemy import func, select
 
-    from ..tables import scans
+    from ..schema import scans
 
     with store.engine.connect() as conn:
         n, last = conn.execute(select(func.count(), func.max(scans.c.ingested_at))).one()
@@ -122,7 +122,7 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
     stored component is read, so a fleet of thousands of hosts stays fast."""
     from sqlalchemy import func, select
 
-    from ..tables import devices, findings, probes, scans
+    from ..schema import devices, findings, probes, scans
 
     with store.engine.connect() as conn:
         # the latest-scan set once, as values: the window query is not repeated per table
@@ -267,7 +267,7 @@ def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
 def advisories(store: Store, adb: Any) -> dict[str, Any]:
     from sqlalchemy import func, select
 
-    from ..tables import findings
+    from ..schema import findings
 
     with store.engine.connect() as conn:
         seen = dict(conn.execute(select(findings.c.advisory, func.count(
@@ -307,7 +307,7 @@ def advisory(store: Store, adb: Any, ident: str, cache: Cache | None = None) -> 
 def _advisory(store: Store, adb: Any, adv: Any) -> dict[str, Any]:
     from sqlalchemy import select
 
-    from ..tables import findings, scans
+    from ..schema import findings, scans
 
     rows = store.affected(adb, adv.id, include_review=True)
     out = [{"kind": r.kind, "subject": r.subject, "vulnerability": r.vulnerability,

@@ -1,5 +1,5 @@
 """The OCI image spec as gpusbom reads it: media types, digests and blob paths, capped JSON,
-and OCI platforms (``os/arch[/variant]``; not to be confused with ``compat.Platform``, a GPU
+and OCI platforms (``os/arch[/variant]``; not to be confused with ``compat.GpuTarget``, a GPU
 target).
 """
 
