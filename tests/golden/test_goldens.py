@@ -37,7 +37,7 @@ IMAGES = ["demo", "multilayer", "intel", "ocl-vulkan", "rocm", "nvidia-wheels", 
           "triton"]
 # scan's formats, each to its own file; the table goes to stdout
 SCAN_FORMATS = {"json": "json", "cyclonedx-json": "cdx.json", "cyclonedx-xml": "cdx.xml",
-                "spdx-json": "spdx.json", "spdx-tag-value": "spdx"}
+                "spdx-json": "spdx.json", "spdx-tag-value": "spdx", "spdx3-json": "spdx3.json"}
 
 
 @dataclass

@@ -25,7 +25,7 @@ UPDATE = os.environ.get("GPUSBOM_UPDATE_GOLDEN") == "1"
 #: every format we ship; a new writer must be added here (and get a golden file)
 EXPECTED_FORMATS = {
     "table", "json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value", "html",
-    "openvex", "cyclonedx-vex",
+    "openvex", "cyclonedx-vex", "spdx3-json",
 }
 #: (golden name, format, options)
 VARIANTS = [
@@ -39,6 +39,7 @@ VARIANTS = [
     ("cyclonedx-xml-1.7", "cyclonedx-xml", WriterOptions(cyclonedx_version="1.7")),
     ("spdx-json", "spdx-json", WriterOptions()),
     ("spdx-tag-value", "spdx-tag-value", WriterOptions()),
+    ("spdx3-json", "spdx3-json", WriterOptions()),
     ("html", "html", WriterOptions()),
     ("openvex", "openvex", WriterOptions()),
     ("cyclonedx-vex", "cyclonedx-vex", WriterOptions()),
@@ -120,7 +121,7 @@ def test_different_scans_get_different_ids() -> None:
     a = helpers.make_result()
     b = helpers.make_result()
     b.timestamp = "2024-06-01T00:00:00Z"
-    for fmt in ("cyclonedx-json", "spdx-json"):
+    for fmt in ("cyclonedx-json", "spdx-json", "spdx3-json"):
         assert render(fmt, a) != render(fmt, b)
     import json
 
