@@ -13,7 +13,8 @@ from reg_images import app_image
 from regutil import PASSWORD, USER, Registry
 from test_registry_source import cli, one_line_error, push_app
 
-FORMATS = ("json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value", "table")
+FORMATS = ("json", "cyclonedx-json", "cyclonedx-xml", "spdx-json", "spdx-tag-value", "spdx3-json",
+           "table")
 
 
 def _secrets(registry: Registry) -> list[str]:

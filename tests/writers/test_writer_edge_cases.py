@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 import warnings
 
 import pytest
@@ -92,6 +93,14 @@ def test_odd_result_is_valid(fmt: str) -> None:
         (p,) = [p for p in doc.packages if p.name.startswith("weird")]
         assert p.description.startswith("line1\nline2")
         assert p.supplier.name == "ACME [Europe] Ltd."
+    elif fmt == "spdx3-json":  # the official SPDX 3.0.1 JSON schema
+        import jsonschema_rs
+
+        schema = json.loads((Path(__file__).parent / "schemas" / "spdx-3.0.1.schema.json").read_text())
+        doc = json.loads(render(fmt, result))
+        assert [e.message[-300:] for e in jsonschema_rs.Draft202012Validator(schema).iter_errors(doc)] == []
+        names = {e.get("name") for e in doc["@graph"] if e["type"] == "software_Package"}
+        assert any(n and n.startswith("weird") for n in names)
     else:
         assert render(fmt, result).strip()
 

@@ -85,7 +85,7 @@ def scan(
             "--output",
             "-o",
             help="FORMAT[=PATH], repeatable. Formats: table, json, cyclonedx-json, "
-            "cyclonedx-xml, spdx-json, spdx-tag-value. Default: table to stdout.",
+            "cyclonedx-xml, spdx-json, spdx-tag-value, spdx3-json. Default: table to stdout.",
         ),
     ] = None,
     source: Annotated[
