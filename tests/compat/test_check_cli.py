@@ -79,7 +79,7 @@ def test_sarif(wheels_scan: Path, tmp_path: Path) -> None:
                "580.65.06", "-o", f"sarif={out}", "-o", f"json={tmp_path / 'c.json'}"])
     assert rc == 1
     doc = json.loads(out.read_text())
-    assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-2.1.0.json")
+    assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-schema-2.1.0.json")
     run = doc["runs"][0]
     rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert rules == ["check/will-fail", "check/runs-with-jit", "check/runs"]

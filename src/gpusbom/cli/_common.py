@@ -1,4 +1,5 @@
-"""What every command module shares: exit codes and the one error-to-exit-code mapping.
+"""What every command module shares: exit codes and the one error-to-exit-code mapping
+(:func:`fail`, applied to every command by the :func:`exits` decorator).
 
 Exit codes (documented in the README):
     0  ok
@@ -11,11 +12,16 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import GpusbomError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -47,21 +53,26 @@ def setup_debug(debug: bool) -> None:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 
 
-def parse_report_outputs(values: list[str] | None, formats: tuple[str, ...],
-                         default: str = "table") -> list[tuple[str, str | None]]:
-    """``-o FORMAT[=PATH]`` values of a report command (gate, check): (format, path or None
-    for stdout); at most one to stdout. Raises UsageError."""
-    from ..errors import UsageError
+def exits(func: F) -> F:
+    """Make a command's return value (an exit code; None is 0) its exit status, and every
+    error one line on stderr with its documented exit code (:func:`fail`). ``--debug``
+    (the command's ``debug`` parameter) shows debug logs and tracebacks."""
 
-    out: list[tuple[str, str | None]] = []
-    for v in values or [default]:
-        fmt, sep, path = v.partition("=")
-        fmt = fmt.strip()
-        if fmt not in formats:
-            raise UsageError(f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(formats)}")
-        if sep and not path:
-            raise UsageError(f"-o {v}: empty path")
-        out.append((fmt, path or None))
-    if sum(1 for _, p in out if p is None) > 1:
-        raise UsageError("only one output can go to standard output; give the others =PATH")
-    return out
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> None:
+        import typer
+
+        debug = bool(kwargs.get("debug"))
+        setup_debug(debug)
+        try:
+            code = func(*args, **kwargs)
+        except KeyboardInterrupt:
+            print("gpusbom: interrupted", file=sys.stderr)
+            code = 130
+        except typer.Exit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+            code = fail(exc, debug)
+        raise typer.Exit(int(code or 0))
+
+    return command  # type: ignore[return-value]

@@ -30,6 +30,7 @@ from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_OK,
     EXIT_POLICY,
     EXIT_USAGE,
+    exits,
 )
 from ._common import fail as _fail
 
@@ -482,6 +483,7 @@ def _scan(
 
 
 @app.command("host-snapshot")
+@exits
 def host_snapshot(
     out: Annotated[str, typer.Option("--out", help="Empty or new directory to write.")],
     root: Annotated[str, typer.Option("--root", help="Root to capture (default /).")] = "/",
@@ -495,17 +497,13 @@ def host_snapshot(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
     """Capture exactly the files a host scan reads (no secrets); replay with scan --root OUT."""
-    try:
-        from ..host import snapshot_host
+    from ..host import snapshot_host
 
-        m = snapshot_host(out, root=root, paths=tuple(paths or ()), max_bytes=max_bytes,
-                          use_nvml=not no_nvml)
-    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        raise typer.Exit(_fail(exc, debug)) from None
+    m = snapshot_host(out, root=root, paths=tuple(paths or ()), max_bytes=max_bytes,
+                      use_nvml=not no_nvml)
     print(f"{out}: {m['files']} files ({m['bytes']} bytes), {m['placeholders']} placeholders, "
           f"{m['links']} links, {len(m['skipped'])} skipped, nvml={'yes' if m['nvml'] else 'no'}",
           file=sys.stderr)
-    raise typer.Exit(EXIT_OK)
 
 
 def _start_probe(opts: dict[str, Any]) -> Any:
@@ -522,6 +520,7 @@ def _start_probe(opts: dict[str, Any]) -> Any:
 
 
 @app.command()
+@exits
 def probe(
     output: Annotated[
         list[str] | None,
@@ -549,7 +548,7 @@ def probe(
     ] = CdxVersion.v16,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
-) -> None:
+) -> int:
     """Run a small kernel on every GPU through every runtime found, and record the evidence.
 
     Each (backend, device) runs in its own child process with a deadline; outcomes are
@@ -557,42 +556,29 @@ def probe(
     """
     import time
 
-    if debug:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-        logging.getLogger(__name__).debug("probe: +%.3f s command start",
-                                          time.perf_counter() - _START)
-    try:
-        from ..clock import scan_timestamp
-        from ..probe import probe_failures, probe_scan, run_probes
-        from ..writers import WriterOptions
-        from .output import emit, parse_outputs
+    from ..clock import scan_timestamp
+    from ..probe import probe_failures, probe_scan, run_probes
+    from .output import emit, parse_outputs, terminal_options
 
-        specs = parse_outputs(output)
-        t0 = time.perf_counter()
-        try:
-            results = run_probes(backend, timeout=probe_timeout, python=python)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        elapsed = time.perf_counter() - t0
-        logging.getLogger(__name__).debug("probe: +%.3f s all answered",
-                                          time.perf_counter() - _START)
-        result = probe_scan(results, timestamp=scan_timestamp())
-        emit(result, specs, WriterOptions(
-            cyclonedx_version=cyclonedx_version.value,
-            color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
-        ))
-        if not quiet:
-            devices = [r for r in results if r.device is not None]
-            counts: dict[str, int] = {}
-            for r in results:
-                counts[r.outcome] = counts.get(r.outcome, 0) + 1
-            print(f"gpusbom probe: {len(devices)} device probe(s) in {elapsed:.2f} s: "
-                  + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())), file=sys.stderr)
-        bad = probe_failures(results)
-        code = EXIT_POLICY if require_pass and bad else EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        code = _fail(exc, debug)
-    raise typer.Exit(code)
+    logging.getLogger(__name__).debug("probe: +%.3f s command start", time.perf_counter() - _START)
+    specs = parse_outputs(output)
+    t0 = time.perf_counter()
+    try:
+        results = run_probes(backend, timeout=probe_timeout, python=python)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    elapsed = time.perf_counter() - t0
+    logging.getLogger(__name__).debug("probe: +%.3f s all answered", time.perf_counter() - _START)
+    emit(probe_scan(results, timestamp=scan_timestamp()), specs,
+         terminal_options(cyclonedx_version=cyclonedx_version.value))
+    if not quiet:
+        devices = [r for r in results if r.device is not None]
+        counts: dict[str, int] = {}
+        for r in results:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        print(f"gpusbom probe: {len(devices)} device probe(s) in {elapsed:.2f} s: "
+              + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())), file=sys.stderr)
+    return EXIT_POLICY if require_pass and probe_failures(results) else EXIT_OK
 
 
 @app.command()

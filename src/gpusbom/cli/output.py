@@ -13,9 +13,9 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import UsageError
-from ..model import ScanResult
 from ..writers import WriterOptions, all_writers, get_writer, has_writer
 
 
@@ -25,15 +25,15 @@ class OutputSpec:
     path: str | None  # None: standard output
 
 
-def parse_outputs(values: list[str] | None) -> list[OutputSpec]:
+def parse_outputs(values: list[str] | None, subject: str = "scan") -> list[OutputSpec]:
+    """``-o FORMAT[=PATH]`` values (default: table to stdout), each a writer of ``subject``."""
     specs: list[OutputSpec] = []
     for v in values or ["table"]:
         fmt, sep, path = v.partition("=")
         fmt = fmt.strip()
-        if not has_writer(fmt):
-            raise UsageError(
-                f"-o {v}: unknown format {fmt!r}; choose one of: {', '.join(all_writers())}"
-            )
+        if not has_writer(fmt, subject):
+            raise UsageError(f"-o {v}: unknown format {fmt!r}; choose one of: "
+                             f"{', '.join(all_writers(subject))}")
         if sep and not path:
             raise UsageError(f"-o {v}: empty path")
         specs.append(OutputSpec(fmt, path or None))
@@ -43,10 +43,15 @@ def parse_outputs(values: list[str] | None) -> list[OutputSpec]:
     return specs
 
 
-def render(result: ScanResult, spec: OutputSpec, options: WriterOptions) -> str:
+def render(result: Any, spec: OutputSpec, options: WriterOptions, subject: str = "scan") -> str:
     buf = io.StringIO()
-    get_writer(spec.format).write(result, buf, options)
+    get_writer(spec.format, subject).write(result, buf, options)
     return buf.getvalue()
+
+
+def terminal_options(**kw: Any) -> WriterOptions:
+    """Writer options for this terminal (colour unless NO_COLOR or not a TTY)."""
+    return WriterOptions(color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, **kw)
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -71,8 +76,12 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
-def emit(result: ScanResult, specs: list[OutputSpec], options: WriterOptions) -> None:
-    rendered = [(s, render(result, s, options)) for s in specs]
+def emit(result: Any, specs: list[OutputSpec], options: WriterOptions | None = None,
+         subject: str = "scan") -> None:
+    """Render every output of ``result`` (a ``subject``), then write them: standard output
+    first, files atomically (nothing is written when a writer fails)."""
+    options = options or WriterOptions()
+    rendered = [(s, render(result, s, options, subject)) for s in specs]
     for spec, text in rendered:
         if spec.path is None:
             sys.stdout.write(text)

@@ -1,22 +1,32 @@
-"""Render check verdicts: a table a person reads, JSON, SARIF 2.1.0."""
+"""Check verdicts as a report (``CheckReport``), and the table and JSON text of them; the
+writers of ``gpusbom check`` (``writers/``: table, json, sarif, html) render it."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
 
 from .. import __version__
+from ..model import ScanResult
 from .evaluate import FAIL, JIT, RUNS, Verdict
 
 SCHEMA = "gpusbom/check/1"
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_RULES = {
-    FAIL: ("check/will-fail", "error",
-           "The image is predicted to fail on this GPU and driver."),
-    JIT: ("check/runs-with-jit", "warning",
-          "The image runs only after the driver JIT-compiles PTX or SPIR-V at first launch."),
-    RUNS: ("check/runs", "note", "The image is predicted to run on this GPU and driver."),
-}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``gpusbom check`` concludes: the image's scan and a verdict per target."""
+
+    image: ScanResult
+    verdicts: list[Verdict]
+
+    @property
+    def failed(self) -> bool:
+        return any(v.verdict == FAIL for v in self.verdicts)
+
+    @property
+    def jit(self) -> bool:
+        return any(v.verdict == JIT for v in self.verdicts)
 
 
 def to_json(verdicts: list[Verdict]) -> str:
@@ -43,7 +53,7 @@ def to_table(verdicts: list[Verdict], *, verbose: bool = False) -> str:
             lines.append(f"  {v.target}: {v.verdict}")
             shown = v.reasons if verbose else [
                 r for r in v.reasons
-                if v.verdict == RUNS or not _is_ok_reason(r, v)
+                if v.verdict == RUNS or not is_ok_reason(r, v)
             ]
             for r in shown:
                 lines.append(f"    - {r}")
@@ -54,58 +64,6 @@ def to_table(verdicts: list[Verdict], *, verbose: bool = False) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _is_ok_reason(reason: str, v: Verdict) -> bool:
+def is_ok_reason(reason: str, v: Verdict) -> bool:
     """In a failing verdict's table, leave out the reasons of components that run."""
     return any(lib.reason == reason and lib.verdict == RUNS for lib in v.libraries)
-
-
-def to_sarif(verdicts: list[Verdict]) -> str:
-    rules = []
-    for key in (FAIL, JIT, RUNS):
-        rid, level, text = _RULES[key]
-        rules.append({
-            "id": rid,
-            "name": rid.split("/")[1].replace("-", " ").title().replace(" ", ""),
-            "shortDescription": {"text": text},
-            "defaultConfiguration": {"level": level},
-        })
-    results: list[dict[str, Any]] = []
-    for v in verdicts:
-        rid, level, _ = _RULES[v.verdict]
-        first = next((r for r in v.reasons if not _is_ok_reason(r, v)), v.verdict)
-        res: dict[str, Any] = {
-            "ruleId": rid,
-            "ruleIndex": [FAIL, JIT, RUNS].index(v.verdict),
-            "level": level,
-            "message": {"text": f"{v.image} on {v.target}: {v.verdict}: {first}"},
-            "properties": {
-                "verdict": v.verdict, "target": v.target, "image": v.image,
-                "reasons": v.reasons, "summary": v.summary(),
-            },
-        }
-        locs = [{"physicalLocation": {"artifactLocation": {"uri": _uri(p)}}}
-                for p in v.evidence[:20]]
-        if locs:
-            res["locations"] = locs
-        results.append(res)
-    doc = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "gpusbom", "version": __version__,
-                "rules": rules,
-            }},
-            "results": results,
-        }],
-    }
-    return json.dumps(doc, indent=2) + "\n"
-
-
-def _uri(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(path.lstrip("/"), safe="/:@")
-
-
-RENDERERS = {"table": to_table, "json": to_json, "sarif": to_sarif}

@@ -105,9 +105,12 @@ class _Collector:
         yield from (ts, age, comps, sev, gpu, probe)
 
 
-def render(store: Store, *, now: float | None = None) -> str:
-    from prometheus_client import CollectorRegistry, generate_latest
+def collector(store: Store, *, now: float | None = None) -> Any:
+    """The metrics of ``store`` as a Prometheus collector (read when it is collected)."""
+    return _Collector(store, time.time() if now is None else now)
 
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(store, time.time() if now is None else now))
-    return generate_latest(registry).decode("utf-8")
+
+def render(store: Store, *, now: float | None = None) -> str:
+    from ..writers.prometheus import exposition
+
+    return exposition(collector(store, now=now))

@@ -7,7 +7,8 @@
   waived), an expired one is a violation of its own.
 - ``fail_on_severity(result, severity)`` / ``parse_severity(text)``: ``scan --fail-on``.
 - ``print_summary(decision, stream)``: the human summary.
-- ``sarif.render`` / ``junit.render`` / ``render_json``: the gate's report files.
+- ``render_json``, ``print_summary`` and ``report.GateReport``: what the gate writers
+  (``writers/``: table, json, sarif, junit, html) write.
 """
 
 from __future__ import annotations

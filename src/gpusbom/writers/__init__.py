@@ -1,5 +1,11 @@
 """Writer registry: each module in this package registers one format (or a family).
 
+Every output of every command is a writer here. A writer has a ``subject``, the kind of
+result it writes: ``scan`` (a ScanResult: the SBOMs, table, JSON, VEX, HTML), ``gate``
+(a ``policy.GateReport``), ``check`` (a ``compat.CheckReport``), ``rows`` (an inventory
+``writers.base.Rows``), ``drift`` (an inventory drift), ``metrics`` (a Prometheus collector).
+The same format id (``table``, ``json``, ``sarif``...) may be registered once per subject.
+
 Modules are imported lazily: a format ``fam`` or ``fam-variant`` lives in the module
 ``fam`` (``cyclonedx-json`` in ``cyclonedx.py``), so asking for one format imports one
 module (the table writer pulls in rich; a JSON scan need not). Module names are found
@@ -14,20 +20,21 @@ import importlib
 import pkgutil
 from typing import TypeVar
 
-from .base import Writer, WriterOptions
+from .base import Rows, Writer, WriterOptions
 
-__all__ = ["Writer", "WriterOptions", "all_writers", "get_writer", "has_writer", "register"]
+__all__ = ["Rows", "Writer", "WriterOptions", "all_writers", "get_writer", "has_writer", "register"]
 
-_REGISTRY: dict[str, type[Writer]] = {}
+_REGISTRY: dict[tuple[str, str], type[Writer]] = {}
 _loaded = False
 _imported: set[str] = set()
 W = TypeVar("W", bound=type[Writer])
 
 
 def register(cls: W) -> W:
-    if cls.format in _REGISTRY and _REGISTRY[cls.format] is not cls:
-        raise ValueError(f"writer {cls.format!r} registered twice")
-    _REGISTRY[cls.format] = cls
+    key = (cls.subject, cls.format)
+    if key in _REGISTRY and _REGISTRY[key] is not cls:
+        raise ValueError(f"writer {cls.format!r} of {cls.subject} registered twice")
+    _REGISTRY[key] = cls
     return cls
 
 
@@ -53,34 +60,36 @@ def _load() -> None:
     _loaded = True
 
 
-def _find(fmt: str) -> type[Writer] | None:
+def _find(fmt: str, subject: str) -> type[Writer] | None:
     """The writer of ``fmt``, importing only the module the naming convention points to."""
-    if fmt in _REGISTRY:
-        return _REGISTRY[fmt]
+    key = (subject, fmt)
+    if key in _REGISTRY:
+        return _REGISTRY[key]
     module = fmt.split("-", 1)[0]
     if module and module.isidentifier() and module in _module_names():
         _import(module)
-        if fmt in _REGISTRY:
-            return _REGISTRY[fmt]
+        if key in _REGISTRY:
+            return _REGISTRY[key]
     _load()  # a module not following the convention: import them all
-    return _REGISTRY.get(fmt)
+    return _REGISTRY.get(key)
 
 
-def all_writers() -> dict[str, type[Writer]]:
+def all_writers(subject: str = "scan") -> dict[str, type[Writer]]:
+    """The formats of ``subject``'s writers, sorted by format id."""
     _load()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted((f, cls) for (s, f), cls in _REGISTRY.items() if s == subject))
 
 
-def has_writer(fmt: str) -> bool:
-    return _find(fmt) is not None
+def has_writer(fmt: str, subject: str = "scan") -> bool:
+    return _find(fmt, subject) is not None
 
 
-def get_writer(fmt: str) -> Writer:
-    cls = _find(fmt)
+def get_writer(fmt: str, subject: str = "scan") -> Writer:
+    cls = _find(fmt, subject)
     if cls is None:
         from ..errors import UsageError
 
         raise UsageError(
-            f"unknown output format {fmt!r}; choose one of: {', '.join(all_writers())}"
+            f"unknown output format {fmt!r}; choose one of: {', '.join(all_writers(subject))}"
         )
     return cls()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, TextIO
-
-from ..model import ScanResult
+from typing import Any, ClassVar, TextIO
 
 
 @dataclass(frozen=True)
@@ -17,16 +16,29 @@ class WriterOptions:
     cyclonedx_compat: bool = False
     color: bool = False
     width: int | None = None
+    #: reports (check's table): every reason, also of what passes
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A report of rows (the inventory commands): dicts, and the columns a table or CSV
+    shows (JSON has every field)."""
+
+    rows: Sequence[dict[str, Any]]
+    columns: Sequence[str]
 
 
 class Writer(ABC):
     #: format id used by ``-o FORMAT[=PATH]``
     format: ClassVar[str]
+    #: what it writes: scan (a ScanResult), gate, check, rows, drift, metrics
+    subject: ClassVar[str] = "scan"
     #: shown in ``--help``
     description: ClassVar[str] = ""
     #: True when the output is meant for a terminal (the default output)
     for_humans: ClassVar[bool] = False
 
     @abstractmethod
-    def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
+    def write(self, result: Any, out: TextIO, options: WriterOptions) -> None:
         """Write the whole document to ``out``. Must be deterministic for the same result."""

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections import Counter
 from importlib import resources
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import __version__
 from ..model import ScanResult
 from . import register
 from .base import Writer, WriterOptions
+
+if TYPE_CHECKING:
+    from ..compat.report import CheckReport
+    from ..policy.report import GateReport
 
 
 def _env() -> Any:
@@ -85,3 +89,25 @@ class HtmlWriter(Writer):
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         out.write(render_report(title=f"gpusbom scan: {result.target.reference}",
                                 scans=[result]))
+
+
+@register
+class GateHtmlWriter(Writer):
+    format = "html"
+    subject = "gate"
+    description = "self-contained HTML report: the decisions and the scans"
+
+    def write(self, result: GateReport, out: TextIO, options: WriterOptions) -> None:
+        out.write(render_report(title="gpusbom gate: " + ", ".join(n for n, _ in result.scans),
+                                scans=[r for _, r in result.scans], decisions=result.decisions))
+
+
+@register
+class CheckHtmlWriter(Writer):
+    format = "html"
+    subject = "check"
+    description = "self-contained HTML report: the verdicts and the image's scan"
+
+    def write(self, result: CheckReport, out: TextIO, options: WriterOptions) -> None:
+        out.write(render_report(title=f"gpusbom check: {result.image.target.reference}",
+                                scans=[result.image], verdicts=result.verdicts))

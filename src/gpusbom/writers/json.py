@@ -1,13 +1,19 @@
-"""Native JSON: the complete scan result, round-trippable with ``ScanResult.from_dict``."""
+"""JSON: the complete scan result (round-trippable with ``ScanResult.from_dict``), and the
+gate's, check's and the inventory's reports."""
 
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..model import ScanResult
 from . import register
-from .base import Writer, WriterOptions
+from .base import Rows, Writer, WriterOptions
+
+if TYPE_CHECKING:
+    from ..compat.report import CheckReport
+    from ..inventory.types import Drift
+    from ..policy.report import GateReport
 
 
 @register
@@ -18,3 +24,55 @@ class JsonWriter(Writer):
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         out.write("\n")
+
+
+@register
+class GateJsonWriter(Writer):
+    format = "json"
+    subject = "gate"
+    description = "the policy and every decision (gpusbom/gate/1)"
+
+    def write(self, result: GateReport, out: TextIO, options: WriterOptions) -> None:
+        from ..policy import render_json
+
+        out.write(render_json(result.decisions, result.policy))
+
+
+@register
+class CheckJsonWriter(Writer):
+    format = "json"
+    subject = "check"
+    description = "every verdict with its reasons and evidence (gpusbom/check/1)"
+
+    def write(self, result: CheckReport, out: TextIO, options: WriterOptions) -> None:
+        from ..compat.report import to_json
+
+        out.write(to_json(result.verdicts))
+
+
+@register
+class RowsJsonWriter(Writer):
+    format = "json"
+    subject = "rows"
+    description = "a list of objects, every field"
+
+    def write(self, result: Rows, out: TextIO, options: WriterOptions) -> None:
+        from ..inventory.render import render
+
+        out.write(render(result.rows, result.columns, "json"))
+
+
+@register
+class DriftJsonWriter(Writer):
+    format = "json"
+    subject = "drift"
+    description = "the two scans and every change"
+
+    def write(self, result: Drift, out: TextIO, options: WriterOptions) -> None:
+        from ..inventory.render import as_dict
+
+        d = result
+        out.write(json.dumps({"kind": d.kind, "subject": d.subject, "from": as_dict(d.old),
+                              "to": as_dict(d.new),
+                              "changes": [as_dict(c) for c in d.changes]},
+                             indent=2, ensure_ascii=False) + "\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich import box
 from rich.console import Console
@@ -15,7 +15,15 @@ from ..model import Component, ScanResult
 from . import register
 from ._common import advisory_db_text
 from ._probes import probe_detail, probe_facts_text
-from .base import Writer, WriterOptions
+from .base import Rows, Writer, WriterOptions
+
+if TYPE_CHECKING:
+    from ..compat.report import CheckReport
+    from ..inventory.types import Drift
+    from ..policy.report import GateReport
+
+#: the columns of an inventory drift's table and CSV
+DRIFT_COLUMNS = ("section", "change", "key", "before", "after")
 
 
 def short_digest(digest: str | None, n: int = 12) -> str:
@@ -254,3 +262,60 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
     db_line = advisory_db_text(result)
     if db_line:
         console.print(Text(db_line))
+
+
+@register
+class GateTableWriter(Writer):
+    format = "table"
+    subject = "gate"
+    description = "the gate's summary: one block per violation"
+    for_humans = True
+
+    def write(self, result: GateReport, out: TextIO, options: WriterOptions) -> None:
+        from ..policy import print_summary
+
+        for d in result.decisions:
+            print_summary(d, out)
+
+
+@register
+class CheckTableWriter(Writer):
+    format = "table"
+    subject = "check"
+    description = "a verdict per target, with its reasons"
+    for_humans = True
+
+    def write(self, result: CheckReport, out: TextIO, options: WriterOptions) -> None:
+        from ..compat.report import to_table
+
+        out.write(to_table(result.verdicts, verbose=options.verbose))
+
+
+@register
+class RowsTableWriter(Writer):
+    format = "table"
+    subject = "rows"
+    description = "aligned plain-text columns"
+    for_humans = True
+
+    def write(self, result: Rows, out: TextIO, options: WriterOptions) -> None:
+        from ..inventory.render import render
+
+        out.write(render(result.rows, result.columns, "table"))
+
+
+@register
+class DriftTableWriter(Writer):
+    format = "table"
+    subject = "drift"
+    description = "the two scans compared, and a row per change"
+    for_humans = True
+
+    def write(self, result: Drift, out: TextIO, options: WriterOptions) -> None:
+        from ..inventory.render import as_dict, render
+
+        d = result
+        out.write(f"{d.kind} {d.subject}: {d.old.id[:12]} ({d.old.ts}) -> "
+                  f"{d.new.id[:12]} ({d.new.ts}): {len(d.changes)} change(s)\n")
+        if d.changes:
+            out.write(render([as_dict(c) for c in d.changes], DRIFT_COLUMNS, "table"))

@@ -12,10 +12,12 @@ from typing import Annotated
 
 import typer
 
+from .._common import exits
 from ..app import app
 
 
 @app.command()
+@exits
 def crawl(
     target: Annotated[
         str, typer.Argument(help="REGISTRY[/REPO-PREFIX], e.g. registry.example:5000/ml")
@@ -54,17 +56,11 @@ def crawl(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-) -> None:
+) -> int:
     """Walk a registry's catalog and tags (multi-platform indexes expanded), scan every image
     of this shard that the inventory does not hold yet, and store it there."""
-    from .._common import fail as _fail
-
-    try:
-        code = _crawl(target, push, shard, since, include, exclude, platform,
-                      insecure_registry, quiet)
-    except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
-        code = _fail(exc, debug)
-    raise typer.Exit(code)
+    return _crawl(target, push, shard, since, include, exclude, platform, insecure_registry,
+                  quiet)
 
 
 def _crawl(target: str, push: str, shard: str | None, since: str | None,

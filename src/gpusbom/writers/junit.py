@@ -8,11 +8,15 @@ One ``testsuite`` per target, one ``testcase`` per policy rule: a rule with viol
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import TextIO
 
-from .decision import FAIL, NOT_APPLICABLE, Decision, Violation
-from .loader import Policy
+from ..policy.decision import FAIL, NOT_APPLICABLE, Decision, Violation
+from ..policy.loader import Policy
+from ..policy.report import GateReport
+from . import register
+from .base import Writer, WriterOptions
 
-__all__ = ["render"]
+__all__ = ["GateJunitWriter", "render"]
 
 
 def _line(v: Violation) -> str:
@@ -58,3 +62,13 @@ def render(decisions: list[Decision], policy: Policy) -> str:
     root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+@register
+class GateJunitWriter(Writer):
+    format = "junit"
+    subject = "gate"
+    description = "JUnit XML: a test suite per target, a test case per rule"
+
+    def write(self, result: GateReport, out: TextIO, options: WriterOptions) -> None:
+        out.write(render(result.decisions, result.policy))
