@@ -53,6 +53,12 @@ class Row:
     getter: Literal["return", "out", "out1"] = "return"
     #: bytes of content a symbol row needs kept (larger files are left to rodata rows)
     capture: int = 0
+    #: larger files: keep only their first ``head`` bytes and their section header table
+    #: (a sparse capture; the getter must lie in the head), 0: no sparse capture
+    head: int = 0
+    #: rodata rows: stop searching at the first CUDA fatbin (strings of a statically linked
+    #: library lie in ``.rodata``, before ``.nv_fatbin``, the bulk of a framework library)
+    before_fatbin: bool = False
     #: symbol tables searched, in order
     tables: tuple[str, ...] = (".dynsym", ".symtab")
     note: str = ""
@@ -122,7 +128,8 @@ def _row(d: dict[str, Any], products: set[str]) -> Row:
         confidence=d["confidence"], source=source, elf=d.get("elf", "any"),
         anchor=_bytes(d.get("anchor", "")), pattern=_bytes(d.get("pattern", "")),
         symbol=str(d.get("symbol", "")), getter=d.get("getter", "return"),
-        capture=int(d.get("capture", 0)),
+        capture=int(d.get("capture", 0)), head=int(d.get("head", 0)),
+        before_fatbin=bool(d.get("before_fatbin", False)),
         tables=tuple(d.get("tables") or (".dynsym", ".symtab")), note=str(d.get("note", "")),
     )  # fmt: skip
     if row.evidence == "rodata":

@@ -11,7 +11,14 @@ matches), fed every chunk once:
 * ``symbol`` rows: the chunks are *referenced* (not copied) while the file is no larger
   than the largest ``capture`` of its rows; at the end of the stream, when the getter's
   name occurs in the file, :func:`gpusbom.binary.getters.read_getter` decodes it from
-  those chunks. Larger files drop the references at once (memory stays bounded).
+  those chunks. Larger files drop the references at once (memory stays bounded), except
+  for rows with a ``head``: then only the chunks of the first ``head`` bytes and of the
+  section header table (whose offset the ELF header gives) stay referenced, a sparse view
+  whose holes read as the end of the file (``libcublasLt.so``: 749 MB, its getter at
+  16 MB);
+* ``before_fatbin`` rodata rows stop at the first CUDA fatbin header in the file (a static
+  library's strings lie in ``.rodata``, before ``.nv_fatbin``, which is most of a
+  framework library's bytes): the search costs the bytes before the device code only.
 
 Files that do not start with the ELF magic are not looked at (``done`` after 4 bytes).
 The result lands in ``Entry.analysis["classify/<row ids>"]``; :func:`hits` turns it into
@@ -50,20 +57,25 @@ STATIC_LIB_CAPTURE = 16 << 20
 EXEC_LIMIT = 512 << 20
 MAX_VALUES = 8
 _OVERLAP = 512
+#: a CUDA fatbin's header: magic 0xBA55ED50, version 1, header size 16 (little-endian)
+_FATBIN_HEADER = b"\x50\xed\x55\xba\x01\x00\x10\x00"
+#: bytes kept before the section header table in a sparse capture (``.shstrtab`` lies there)
+_SHSTRTAB_SLACK = 64 << 10
 _SO_RX = re.compile(r"\.so(?:\.[0-9][0-9A-Za-z.]*)?$")
 
 
 class _Chunks(io.RawIOBase):
-    """A seekable read-only view of a list of byte chunks (no copy of the data)."""
+    """A seekable read-only view of byte chunks at known file offsets (no copy of the data).
 
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-        self._starts: list[int] = []
-        n = 0
-        for c in chunks:
-            self._starts.append(n)
-            n += len(c)
-        self._size = n
+    The chunks may leave holes (a sparse capture keeps a file's head and its section
+    header table only): a read stops at a hole, as it would at the end of a truncated file,
+    so whatever needs those bytes fails cleanly instead of reading made-up ones."""
+
+    def __init__(self, chunks: list[tuple[int, bytes]], size: int | None = None) -> None:
+        self._chunks = [c for _, c in chunks]
+        self._starts = [s for s, _ in chunks]
+        end = self._starts[-1] + len(self._chunks[-1]) if chunks else 0
+        self._size = max(end, size or 0)
         self._pos = 0
 
     def readable(self) -> bool:
@@ -80,14 +92,18 @@ class _Chunks(io.RawIOBase):
     def tell(self) -> int:
         return self._pos
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int | None = -1) -> bytes:
         if n is None or n < 0:
             n = self._size - self._pos
         out: list[bytes] = []
         while n > 0 and self._pos < self._size:
             i = bisect.bisect_right(self._starts, self._pos) - 1
+            if i < 0:
+                break
             c = self._chunks[i]
             at = self._pos - self._starts[i]
+            if at >= len(c):
+                break  # a hole: not kept
             piece = c[at : at + n]
             out.append(piece)
             self._pos += len(piece)
@@ -116,11 +132,18 @@ class ClassifierScanner:
         self.done = False
         self._elf: bool | None = None
         self._etype = 0
-        self._chunks: list[bytes] | None = [] if self.symbols and capture else None
+        self._chunks: list[tuple[int, bytes]] | None = [] if self.symbols and capture else None
         self._kept = 0
+        #: sparse capture of larger files (rows with ``head``): the first ``head`` bytes and
+        #: the section header table (with the bytes just before it: ``.shstrtab``)
+        self.head = max((r.head for r in self.symbols), default=0)
+        self._sparse = False
+        self._shwin = (0, 0)
         self._tail = b""
         self._found: dict[str, list[str]] = {}
         self._closed_rows: set[str] = set()
+        self._fatbin_rows = any(r.before_fatbin for r in self.rodata)
+        self._fatbin_seen = False
 
     def feed(self, chunk: bytes) -> None:
         if self.done or not chunk:
@@ -132,22 +155,44 @@ class ClassifierScanner:
                 return
             order = "little" if chunk[5:6] != b"\x02" else "big"
             self._etype = int.from_bytes(chunk[16:18], order)  # type: ignore[arg-type]
+            if self.head and chunk[4:5] == b"\x02" and len(chunk) >= 64:
+                shoff = int.from_bytes(chunk[0x28:0x30], order)  # type: ignore[arg-type]
+                shsize = int.from_bytes(chunk[0x3A:0x3C], order) * int.from_bytes(  # type: ignore[arg-type]
+                    chunk[0x3C:0x3E], order  # type: ignore[arg-type]
+                )
+                self._shwin = (max(0, shoff - _SHSTRTAB_SLACK), shoff + min(shsize, 1 << 20))
+        start = self._seen
         self._seen += len(chunk)
         if self.limit is not None and self._seen > self.limit:
             self._chunks, self._found, self.done = None, {}, True
             return
         if self._chunks is not None:
-            if self._kept + len(chunk) <= self.capture:
-                self._chunks.append(chunk)
+            if not self._sparse and self._kept + len(chunk) <= self.capture:
+                self._chunks.append((start, chunk))
                 self._kept += len(chunk)
+            elif self.head and self._shwin[1] > self._shwin[0]:
+                if not self._sparse:  # past the capture: keep the head only from now on
+                    self._sparse = True
+                    self._chunks = [(s, c) for s, c in self._chunks if s < self.head]
+                lo, hi = self._shwin
+                if start < self.head or (start + len(chunk) > lo and start < hi):
+                    self._chunks.append((start, chunk))
             else:
                 self._chunks = None
         if self.rodata:
             buf = self._tail + chunk if self._tail else chunk
+            fb = -1
+            if self._fatbin_rows and not self._fatbin_seen:
+                fb = buf.find(_FATBIN_HEADER)
+                self._fatbin_seen = fb >= 0
             for row in self.rodata:
                 if row.id in self._closed_rows:
                     continue
-                self._search(row, buf)
+                if row.before_fatbin and fb >= 0:
+                    self._search(row, buf[:fb])
+                    self._closed_rows.add(row.id)  # the device code follows: no .rodata
+                else:
+                    self._search(row, buf)
             self._tail = buf[-_OVERLAP:]
         if self._chunks is None and len(self._closed_rows) == len(self.rodata):
             self.done = True
@@ -176,21 +221,22 @@ class ClassifierScanner:
             out["rodata"] = rodata
         chunks, self._chunks = self._chunks, None
         if chunks:
-            getters = self._getters(chunks)
+            getters = self._getters(chunks, self._seen)
             if getters:
                 out["getters"] = getters
         return {self.key: out} if len(out) > 1 else None
 
-    def _getters(self, chunks: list[bytes]) -> dict[str, Any]:
+    def _getters(self, chunks: list[tuple[int, bytes]], size: int) -> dict[str, Any]:
         from ..binary.getters import read_getter
 
-        size = sum(len(c) for c in chunks)
         out: dict[str, Any] = {}
         for row in self.symbols:
-            if size > row.capture or not _contains(chunks, row.symbol.encode()):
+            if size > row.capture and not (self._sparse and row.head):
+                continue
+            if not _contains([c for _, c in chunks], row.symbol.encode()):
                 continue
             r = read_getter(
-                _Chunks(chunks),  # type: ignore[arg-type]
+                _Chunks(chunks, size),  # type: ignore[arg-type]
                 row.symbol,
                 kind=row.getter,
                 name=row.symbol,

@@ -74,7 +74,7 @@ SONAME_PRODUCTS: dict[str, str] = {
     "libnvrtc-builtins": "nvrtc",
     "libnvJitLink": "nvjitlink",
     "libcublas": "cublas",
-    "libcublasLt": "cublas",
+    "libcublasLt": "cublaslt",
     "libcufft": "cufft",
     "libcufftw": "cufft",
     "libcurand": "curand",
@@ -207,7 +207,7 @@ _VERSION_TXT_RX = re.compile(r"CUDA Version\s+(\d+(?:\.\d+)+)")
 _CU_SUFFIX_RX = re.compile(r"-cu\d+(?=-|$)")
 #: auditwheel's renamed copies: ``libcudart-9335f6a2.so.10.2`` (hash before ``.so``)
 _RENAMED_RX = re.compile(r"^(?P<stem>lib[A-Za-z0-9_+.]+?)-(?P<hash>[0-9a-f]{8})$")
-_CLASSIFIED = ("cudart", "nvrtc", "nccl", "cudnn", "cublas", "cutlass")
+_CLASSIFIED = ("cudart", "nvrtc", "nccl", "cudnn", "cublas", "cublaslt", "cutlass")
 
 
 def renamed_stem(stem: str) -> tuple[str, str] | None:
@@ -320,6 +320,7 @@ class CudaCollector(Collector):
         self._conda(ctx, obs)
         roots = self._toolkit_roots(ctx, obs)
         self._env(ctx, obs, roots)
+        self._cublas_pair(obs)
         for o in obs.items():
             v = obs.chosen_version(o)
             if o.name == TOOLKIT and v:
@@ -404,6 +405,30 @@ class CudaCollector(Collector):
                     o.properties.setdefault("version-confidence", "low")
                 if is_executable_path(path):
                     o.properties.setdefault("embedded-in-executable", path)
+
+    @staticmethod
+    def _cublas_pair(obs: Observations) -> None:
+        """cuBLAS and cuBLASLt ship together, with one release number (the nvidia-cublas
+        wheels, the toolkit's libcublas-X-Y packages). ``libcublas.so.N`` carries no
+        version constant of its own (its ``cublasGetVersion_v2`` calls
+        ``cublasLtGetVersion``), so a cuBLAS with no version gets its cuBLASLt sibling's
+        (same install location), said so; a cuBLASLt gets the version the cuBLAS package
+        metadata or ``version.json`` gives for both."""
+        for o in obs.items():
+            if o.name != "cublas":
+                continue
+            lt = obs.get("cublaslt", o.location)
+            if lt is None:
+                continue
+            v = obs.chosen_version(lt)
+            if not o.versions and v:
+                o.versions.append((_P_HEADER, v, "sibling libcublasLt (same release)"))
+                o.properties.setdefault("version-from", "cublaslt")
+                o.properties.setdefault("version-method", "sibling")
+                o.properties.setdefault("version-confidence", "medium")
+            for prio, v, src in list(o.versions):
+                if prio >= _P_PKG:  # a package's or version.json's: it covers both libraries
+                    lt.versions.append((prio, v, src))
 
     def _headers(self, ctx: CollectContext, obs: Observations) -> None:
         fs = ctx.fs
