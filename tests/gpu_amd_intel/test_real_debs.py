@@ -177,7 +177,8 @@ def test_real_rocm_install_beside_a_distro_hip(tmp_path: Path) -> None:
     assert triples(mine) == {
         ("rocm-core", "6.2.0", f"{r}/.info/version"),
         ("hip-runtime", "6.2.41133", f"{r}/lib/libamdhip64.so.6.2.41133"),
-        ("rocblas", None, f"{r}/lib/librocblas.so.4.2.60200"),  # unowned: never invented
+        # unowned: the ROCm release its file name ends in (libpatch 60200), said so
+        ("rocblas", "6.2.0", f"{r}/lib/librocblas.so.4.2.60200"),
         ("hip-runtime", "5.2.21153", f"{LIB}/libamdhip64.so.5.2.21153"),
     }
     core = by_product(mine, "rocm-core")[0]
@@ -190,6 +191,9 @@ def test_real_rocm_install_beside_a_distro_hip(tmp_path: Path) -> None:
         r,
         f"{r}/lib/librocm-core.so.1.0.60200",
     ]
+    rocblas = by_product(mine, "rocblas")[0].properties
+    assert rocblas["version-method"] == "file-name-libpatch"
+    assert rocblas["version-scheme"] == "rocm-release" and rocblas["own-version"] == "4.2"
     hips = {c.properties["location"]: c for c in by_product(mine, "hip-runtime")}
     assert hips[f"{r}/lib"].properties["install"] == "rocm"
     assert hips[LIB].properties["install"] == "distro-package"
@@ -219,11 +223,14 @@ def test_versioned_directory_alone_names_the_release(tmp_path: Path) -> None:
     mine, _, _ = observe_dir(root)
     assert triples(mine) == {
         ("rocm-core", "5.7.1", r),
-        ("miopen", None, f"{r}/lib/libMIOpen.so.1.0.50701"),
+        # the ROCm release its file name ends in (libpatch 50701), said so
+        ("miopen", "5.7.1", f"{r}/lib/libMIOpen.so.1.0.50701"),
     }
     (miopen,) = by_product(mine, "miopen")
     assert miopen.properties["install"] == "rocm"
     assert miopen.properties["file-version"] == "1.0.50701"
+    assert miopen.properties["version-method"] == "file-name-libpatch"
+    assert miopen.properties["own-version"] == "1.0"
 
 
 def test_unrelated_opt_directories_are_not_rocm(tmp_path: Path) -> None:

@@ -145,6 +145,23 @@ def parse_rocm_version_h(text: str) -> str | None:
     return None
 
 
+#: an AMD file-name version ending in the ROCm release as MMmmpp (1.14.60204, 2.4.50203)
+_LIBPATCH_RX = re.compile(r"^\d+\.\d+\.([1-9]\d{4})$")
+
+
+def _ranked(inst: _Install) -> list[tuple[str, str]]:
+    """(what, release) of an install, best first: the directory name is the weakest
+    source, a file inside outranks it."""
+    files = [(w, v) for w, v, _ in inst.sources if w != "directory name"]
+    named = [(w, v) for w, v, _ in inst.sources if w == "directory name"]
+    return files + named
+
+
+def _release_of(inst: _Install) -> tuple[str, str] | None:
+    ranked = _ranked(inst)
+    return (ranked[0][1], ranked[0][0]) if ranked else None
+
+
 def _lib_dirs() -> tuple[str, ...]:
     return (*LIB_DIRS, "/opt/rocm*/lib", "/opt/rocm*/lib64")
 
@@ -175,7 +192,7 @@ class RocmCollector(Collector):
         ),
         *(PathSpec(p, max_size=0) for _, globs in TOOLS for p in globs),
         PathSpec("/usr/libexec/rocm_smi/rocm_smi.py", max_size=0),
-        *classifier_paths(["hip-runtime"]),
+        *classifier_paths(["hip-runtime", "rocm"]),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -186,7 +203,8 @@ class RocmCollector(Collector):
             if comp is not None:
                 out.append(comp)
         roots = sorted(installs, key=len, reverse=True)
-        out += self._libraries(ctx, roots)
+        releases = {r: rel for r, i in installs.items() if (rel := _release_of(i)) is not None}
+        out += self._libraries(ctx, roots, releases)
         out += self._headers(ctx, roots)
         out += self._tools(ctx, roots)
         return out
@@ -268,10 +286,7 @@ class RocmCollector(Collector):
 
     def _rocm_core(self, ctx: CollectContext, inst: _Install) -> Component | None:
         evidence = [ev for _, _, ev in inst.sources]
-        # the directory name is the weakest source: a file inside outranks it
-        files = [(w, v) for w, v, _ in inst.sources if w != "directory name"]
-        named = [(w, v) for w, v, _ in inst.sources if w == "directory name"]
-        ranked = files + named
+        ranked = _ranked(inst)
         release = ranked[0][1] if ranked else None
         props: dict[str, str] = {"install": "rocm"}
         for lib in real_files(
@@ -337,7 +352,9 @@ class RocmCollector(Collector):
             return props, None, None
         return props, owned.version, owned.detail
 
-    def _libraries(self, ctx: CollectContext, roots: list[str]) -> list[Component]:
+    def _libraries(
+        self, ctx: CollectContext, roots: list[str], releases: dict[str, tuple[str, str]]
+    ) -> list[Component]:
         out: list[Component] = []
         dirs = list(LIB_DIRS) + [f"{r}/{d}" for r in roots for d in ("lib", "lib64")]
         for stem, (product, own_version) in ROCM_LIBRARIES.items():
@@ -369,6 +386,10 @@ class RocmCollector(Collector):
                         props["version-confidence"] = hit.row.confidence
                 if product == "hip-runtime" and version:
                     props.update(hip_rocm_release(version))
+                elif not own_version:
+                    version = self._rocm_release_version(
+                        ctx, path, fv, version, props, evidence, releases
+                    )
                 out.append(
                     observation(
                         ctx,
@@ -382,6 +403,61 @@ class RocmCollector(Collector):
                     )
                 )
         return out
+
+    def _rocm_release_version(
+        self,
+        ctx: CollectContext,
+        path: str,
+        fv: str | None,
+        version: str | None,
+        props: dict[str, str],
+        evidence: list[Evidence],
+        releases: dict[str, tuple[str, str]],
+    ) -> str | None:
+        """A ROCm library whose file name holds an ABI version (HSA runtime, comgr,
+        rocm-smi-lib, ...) and no package that says its version: the ROCm release it
+        belongs to, from the library itself where it carries one, else from its install.
+
+        1. AMD's file names end in the release as a "libpatch" (``libhsa-runtime64.so.
+           1.14.60204``: ROCm 6.2.4; ``MAJOR*10000 + MINOR*100 + PATCH``), read from the
+           component itself (``file-name-libpatch``, medium);
+        2. the AMD compiler ident in ``.comment`` (``AMD clang version ... roc-5.4.2``):
+           the release that built it (``elf-rodata``, medium);
+        3. the ``/opt/rocm-X.Y.Z`` install's release (``.info/version``, rocm_version.h or
+           the directory name): ``rocm-install``, low.
+        The version is then the ROCm release (the numbering of the components' git tags,
+        rocm-X.Y.Z, and of Debian's packages: libhsa-runtime64-1 5.2.3), and
+        ``version-scheme`` says so; an AMD file name's own MAJOR.MINOR is ``own-version``."""
+        if version:  # a package says it
+            return version
+        found: tuple[str, str, str] | None = None
+        if fv:
+            m = _LIBPATCH_RX.match(fv)
+            if m:
+                code = int(m.group(1))
+                rel = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+                found = (rel, "file-name-libpatch", "medium")
+                # the rest is the component's own MAJOR.MINOR (rocBLAS 4.2 of ROCm 6.2.0)
+                props["own-version"] = fv.rsplit(".", 1)[0]
+        for hit in classifier_hits(ctx.fs.analysis(path), path, ["rocm"]):
+            evidence.append(ctx.evidence(hit.method, path, f"{hit.detail} ({hit.row.confidence})"))
+            if found is None and hit.version:
+                found = (hit.version, hit.method, hit.row.confidence)
+        root = self._root_of(path, list(releases))
+        if root is not None:
+            rel, what = releases[root]
+            if found is None:
+                found = (rel, "rocm-install", "low")
+                props["rocm-release-source"] = f"{root} {what}"
+            elif found[0] != rel:
+                props["disagreement"] = f"ROCm {found[0]} ({found[1]}), but {root} says {rel}"
+        if found is None:
+            return None
+        props["rocm-release"] = found[0]
+        props["version-scheme"] = "rocm-release"
+        props["version-method"] = found[1]
+        props["version-confidence"] = found[2]
+        return found[0]
 
     def _headers(self, ctx: CollectContext, roots: list[str]) -> list[Component]:
         fs = ctx.fs
