@@ -19,6 +19,8 @@ What real getters look like (x86-64, from the pinned artifacts the snippet tests
 * ``cudnnGetVersion`` (cuDNN 9: ``libcudnn_graph.so.9``): a logging wrapper ending in ``mov
   eax, 0x168f0; ret`` (92400). The cuDNN 9 front library ``libcudnn.so.9`` only forwards the
   call through ``dlsym``: it holds no constant.
+* ``cublasLtGetVersion`` (cuBLAS 12.9.3.13, 13.1.1.3): a leaf, ``mov eax, 0x1d847; ret``
+  (120903). ``libcublas.so``'s ``cublasGetVersion_v2`` only calls it through the PLT.
 
 Decoding, per function, a linear sweep of at most :data:`MAX_FUNC_BYTES` from the symbol:
 
