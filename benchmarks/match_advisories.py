@@ -9,7 +9,7 @@ wheels (local versions), Level Zero debs, package names the product-identity cat
 resolves (cuda-toolkit-12-X and intel-oneapi-* debs, PyPI tritonserver and tensorrt,
 pkg:generic driver purls), and plain packages no advisory names, against the full bundled
 database (every NVIDIA bulletin since 2022). Catalog lookups and the version cache start
-cold. Target: under 1 s for 10,000.
+cold; the second run ("warm") reuses them. Target: under 1 s for 10,000.
 
 ``--mix dense`` (default) makes two components in three GPU products, each matching tens
 of CVEs of the full database (about 11 findings per component): a worst case.
@@ -125,14 +125,20 @@ def main() -> int:
     catalog.products()  # the table itself is read once per process, like the database
     parse.cache_clear()
     catalog.by_package.cache_clear()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     findings = match(comps, db, target_kind="image")
-    dt = time.perf_counter() - t0
-    t1 = time.perf_counter()
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    t1, c1 = time.perf_counter(), time.process_time()
     match(comps, db, target_kind="image")
-    warm = time.perf_counter() - t1
-    print(f"{n} components ({mix} mix) x {len(db)} advisories: {len(findings)} findings, "
-          f"{dt:.3f} s cold (version cache empty), {warm:.3f} s warm")
+    warm, warm_cpu = time.perf_counter() - t1, time.process_time() - c1
+    vulns = sum(len(a.vulnerabilities) for a in db)
+    entries = [e for a in db for v in a.vulnerabilities for e in v.affected]
+    ranges = sum(len(e.ranges) + len(e.versions) for e in entries)
+    print(f"database: {len(db)} advisories, {vulns} CVEs, {len(entries)} affected entries, "
+          f"{ranges} ranges/versions")
+    print(f"{n} components ({mix} mix): {len(findings)} findings, "
+          f"{dt:.3f} s cold (version and catalog caches empty), {warm:.3f} s warm "
+          f"(target < 1 s); CPU time {cpu:.3f} s cold, {warm_cpu:.3f} s warm")
     return 0 if dt < 1.0 else 1
 
 

@@ -24,6 +24,7 @@ that branch); a branch newer than every listed branch is not reported.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -526,8 +527,22 @@ def match(
     ``target_kind`` (``image`` | ``host`` | ``directory`` | None for SBOM input) enables the
     analyses that need to know what the scan saw: kernel-mode driver CVEs are not affected
     on an image that holds no kernel module."""
+    # Findings are acyclic, but the cyclic collector's full passes walk every live object:
+    # with 100,000 findings they cost as much as the matching itself, and more on every
+    # later scan of the process (the earlier results are live). Paused for the build only.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _match(list(components), db, platform, target_kind)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _match(
+    components: list[Component], db: AdvisoryDB, platform: str, target_kind: str | None,
+) -> list[Finding]:
     idx = _index(db)
-    components = list(components)
     # CUDA components are judged as their toolkit release only where no toolkit root
     # (cuda-toolkit component) was found at the same location: that one speaks for them
     toolkit_at = {c.properties.get("location") for c in components
@@ -535,7 +550,6 @@ def match(
                   and c.properties.get("product") == "cuda-toolkit"}
     line = _host_line(components) if target_kind == "host" else None
     kernel_code = _kernel_code_in(components) if target_kind == "image" else True
-    findings: list[Finding] = []
     entries_cache: dict[tuple[int, str],
                         tuple[list[Affected], bool, bool, list[Affected], bool]] = {}
     verdicts: dict[tuple[object, ...], Verdict | None] = {}
@@ -628,10 +642,37 @@ def match(
                      if entries and entries[0].version_of else version)
         return (status, fixed, reason, rule, justification, installed)
 
-    memo: dict[tuple[Any, ...], list[tuple[Advisory, Vulnerability, str, tuple[Any, ...]]]] = {}
+    def prepare(adv: Advisory, vuln: Vulnerability, target: str,
+                d: tuple[Any, ...]) -> _Prepared:
+        """What every finding of one decision shares, built once per decision."""
+        status, fixed, reason, rule, justification, installed = d
+        const = per_vuln.get(id(vuln))
+        if const is None:
+            score, stype, vector = _best_score(vuln)
+            const = per_vuln[id(vuln)] = (
+                score, stype, vector, severity_of(score),
+                tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
+                             - {vuln.id})),
+                f"{vuln.id}: {adv.title}" if adv.title else vuln.id, tuple(adv.sources))
+        score, stype, vector, severity, aliases, title, urls = const
+        am = AdvisoryMatch(
+            advisory=adv.id, vulnerability=vuln.id, status=status, product=target,
+            installed_version=installed, fixed_version=fixed, aliases=aliases, score=score,
+            score_type=stype, vector=vector, urls=urls, reason=reason,
+            justification=justification, rule=rule, cwe=vuln.cwe, cve_state=vuln.state)
+        sev = (SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER
+               else len(SEVERITY_ORDER))
+        return _Prepared((adv.id, vuln.id), (sev, vuln.id, adv.id), severity, title, reason,
+                         am, bool(justification and _PATH in justification), {})
+
+    memo: dict[tuple[Any, ...], list[_Prepared]] = {}
+    # findings grouped by what sorts them before the component (severity, CVE, advisory)
+    groups: dict[tuple[int, str, str], list[Finding]] = {}
     for c in components:
         seen: set[tuple[str, str]] = set()
         meta_only = bool(c.evidence) and all(e.method in _METADATA_METHODS for e in c.evidence)
+        ref = c.bom_ref
+        refs = (ref,) if ref else ()
         for key, version, via_product in _identities(c):
             items = idx.by_key.get(key)
             if not items:
@@ -644,59 +685,55 @@ def match(
             decided = memo.get(mkey)
             if decided is None:
                 decided = memo[mkey] = [
-                    (adv, vuln, target, d) for adv, vuln, target in items
+                    prepare(adv, vuln, target, d) for adv, vuln, target in items
                     if (d := decide(c, key, version, adv, vuln, target)) is not None]
-            path = None if not decided else _evidence_path(c, via_product)
-            for adv, vuln, target, d in decided:
-                if (adv.id, vuln.id) in seen:
+            if not decided:
+                continue
+            path = _evidence_path(c, via_product)
+            evidence = (path,) if path else ()
+            for p in decided:
+                if p.seen_key in seen:
                     continue
-                seen.add((adv.id, vuln.id))
-                status, fixed, reason, rule, justification, installed = d
-                if justification and _PATH in justification:
-                    justification = justification.replace(_PATH, path or c.name)
-                const = per_vuln.get(id(vuln))
-                if const is None:
-                    score, stype, vector = _best_score(vuln)
-                    const = per_vuln[id(vuln)] = (
-                        score, stype, vector, severity_of(score),
-                        tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
-                                     - {vuln.id})),
-                        f"{vuln.id}: {adv.title}" if adv.title else vuln.id, tuple(adv.sources))
-                score, stype, vector, severity, aliases, title, urls = const
-                findings.append(
-                    Finding(
-                        id=vuln.id,
-                        kind="advisory",
-                        severity=severity,
-                        title=title,
-                        detail=reason,
-                        components=(c.bom_ref,) if c.bom_ref else (),
-                        evidence=(path,) if path else (),
-                        advisory=AdvisoryMatch(
-                            advisory=adv.id,
-                            vulnerability=vuln.id,
-                            status=status,
-                            product=target,
-                            installed_version=installed,
-                            fixed_version=fixed,
-                            aliases=aliases,
-                            score=score,
-                            score_type=stype,
-                            vector=vector,
-                            urls=urls,
-                            reason=reason,
-                            justification=justification,
-                            rule=rule,
-                            cwe=vuln.cwe,
-                            cve_state=vuln.state,
-                        ),
-                    )
-                )
-    findings.sort(key=_finding_key)
-    return findings
+                seen.add(p.seen_key)
+                am = p.match
+                if p.path_in_justification:
+                    # the justification names this component's evidence path; matches are
+                    # immutable, so components with the same path share one
+                    where = path or c.name
+                    shared = p.by_path.get(where)
+                    if shared is None:
+                        assert p.match.justification is not None  # noqa: S101 - type narrowing of an invariant
+                        shared = p.by_path[where] = dataclasses.replace(
+                            p.match, justification=p.match.justification.replace(_PATH, where))
+                    am = shared
+                f = Finding(id=am.vulnerability, kind="advisory", severity=p.severity,
+                            title=p.title, detail=p.reason, components=refs,
+                            evidence=evidence, advisory=am)
+                group = groups.get(p.sort_key)
+                if group is None:
+                    group = groups[p.sort_key] = []
+                group.append(f)
+    out: list[Finding] = []
+    for k in sorted(groups):
+        group = groups[k]
+        group.sort(key=_first_component)  # stable: equal keys keep the scan order
+        out.extend(group)
+    return out
 
 
-def _finding_key(f: Finding) -> tuple[int, str, str, str]:
-    sev = SEVERITY_ORDER.index(f.severity) if f.severity in SEVERITY_ORDER else len(SEVERITY_ORDER)
-    adv = f.advisory.advisory if f.advisory else ""
-    return (sev, f.id, adv, f.components[0] if f.components else "")
+def _first_component(f: Finding) -> str:
+    return f.components[0] if f.components else ""
+
+
+class _Prepared(NamedTuple):
+    """One decision (component identity x CVE) as every finding of it shares it."""
+
+    seen_key: tuple[str, str]  # (advisory id, CVE id): one finding per component
+    sort_key: tuple[int, str, str]  # severity rank, CVE id, advisory id
+    severity: str
+    title: str
+    reason: str
+    match: AdvisoryMatch
+    path_in_justification: bool  # the justification names the component's evidence path
+    by_path: dict[str, AdvisoryMatch]  # the match with that path filled in
+
