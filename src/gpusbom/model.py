@@ -349,13 +349,17 @@ class AdvisoryMatch:
     rule: str | None = None  # the matcher rule that decided (advisories.matcher.RULES)
     cwe: tuple[str, ...] = ()
     cve_state: str | None = None  # disputed | rejected (the CVE record's state)
+    # set only from a database ``advisories update`` fetched (the user cache):
+    kev: str | None = None  # the CVE is in CISA's KEV catalog: its dateAdded
+    description: str | None = None  # the vendor's description of the CVE
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = asdict(self)
         d["aliases"] = list(self.aliases)
         d["urls"] = list(self.urls)
         d["cwe"] = list(self.cwe)
-        for k in ("rule", "cve_state"):  # absent when unset: older reports read the same
+        # absent when unset: older reports read the same
+        for k in ("rule", "cve_state", "kev", "description"):
             if d[k] is None:
                 del d[k]
         if not d["cwe"]:

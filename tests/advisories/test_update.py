@@ -6,7 +6,11 @@ with GCS's x-goog-hash header, and a curated bundle with its .sha256.
 Interrupted download, offline, an invalid curated bundle: exit 3, one line, the old
 database byte for byte intact. A bulletin with a bad checksum or bad data is skipped alone
 and named in the summary; a bulletin re-listing an older CVE is merged. Success: the next scan matches against the new database
-and reports it (source, build date, age)."""
+and reports it (source, build date, age).
+
+CISA's KEV catalog and per-CVE descriptions (CSAF notes, OSV details) are fetched into the
+user cache only: findings carry them in the table, JSON, CycloneDX, HTML and the gate's
+SARIF; a bad KEV download keeps the old database like any other feed."""
 
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ def _osv_vllm() -> dict:
         "schema_version": "1.6.0", "id": "GHSA-test-vllm-0001",
         "modified": "2099-02-01T00:00:00Z", "published": "2099-01-15T00:00:00Z",
         "aliases": ["CVE-2099-1111"], "summary": "Test: vllm deserialisation",
+        "details": VLLM_DETAILS,
         "severity": [{"type": "CVSS_V3",
                       "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
         "affected": [{"package": {"ecosystem": "PyPI", "name": "vllm", "purl": "pkg:pypi/vllm"},
@@ -52,6 +57,24 @@ def _osv_vllm() -> dict:
         "references": [{"type": "ADVISORY",
                         "url": "https://github.com/advisories/GHSA-test-vllm-0001"}],
     }
+
+
+VLLM_DETAILS = ("Test: vllm deserialises untrusted data\x1b[31m in its RPC server "
+                "(written for the test).")
+CSAF_NOTE = "Test: the driver's kernel-mode layer has an out-of-bounds write (for the test)."
+
+
+def _kev(entries: list[tuple[str, str]], count: int | None = None) -> bytes:
+    # written for the test in CISA's format (known_exploited_vulnerabilities_schema.json)
+    vulns = [{"cveID": cve, "vendorProject": "Test", "product": "Test",
+              "vulnerabilityName": "Test vulnerability", "dateAdded": added,
+              "shortDescription": "Test.", "requiredAction": "Apply updates.",
+              "dueDate": "2099-04-01", "knownRansomwareCampaignUse": "Unknown",
+              "notes": "", "cwes": []} for cve, added in entries]
+    return json.dumps({"title": "CISA Catalog of Known Exploited Vulnerabilities",
+                       "catalogVersion": "2099.03.01", "dateReleased": "2099-03-01T12:00:00.000Z",
+                       "count": len(vulns) if count is None else count,
+                       "vulnerabilities": vulns}).encode()
 
 
 def _osv_requests() -> dict:
@@ -90,7 +113,10 @@ class Feeds:
     @classmethod
     def standard(cls) -> Feeds:
         f = cls()
-        doc = json.dumps(csaf_doc()).encode()
+        d = csaf_doc()
+        d["vulnerabilities"][0]["notes"] = [
+            {"category": "description", "text": CSAF_NOTE, "title": "Vulnerability Description"}]
+        doc = json.dumps(d).encode()
         f.put(f"/csaf/{Y}/CVE_index.csv",
               b"CVE;CVSS;Severity;Vector;CWE;Bulletin;Affected Product;Affected Version;"
               b"Fixed In\nCVE-2099-0001;7.8;HIGH;x;CWE-20;9901;Tesla;x;y\n")
@@ -103,6 +129,8 @@ class Feeds:
         body = cur.read_bytes()
         f.put("/curated/advisories.json", body)
         f.put("/curated/advisories.json.sha256", _sha(body))
+        f.put("/kev/known_exploited_vulnerabilities.json",
+              _kev([("CVE-2099-1111", "2099-03-01"), ("CVE-2021-44228", "2021-12-10")]))
         return f
 
 
@@ -175,7 +203,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cert: tuple[Path, Path]
     cache = tmp_path / "cache"
     monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(cache))
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert[0]))  # trust the test CA only
-    for var in ("GPUSBOM_NVIDIA_CSAF_URL", "GPUSBOM_OSV_URL", "GPUSBOM_CURATED_URL"):
+    for var in ("GPUSBOM_NVIDIA_CSAF_URL", "GPUSBOM_OSV_URL", "GPUSBOM_CURATED_URL",
+                "GPUSBOM_KEV_URL"):
         monkeypatch.delenv(var, raising=False)
     return cache
 
@@ -190,6 +219,7 @@ def https(cert: tuple[Path, Path]) -> Iterator[tuple[Feeds, str]]:
 def _args(url: str) -> list[str]:
     return ["advisories", "update", "-q", "--source", f"nvidia-csaf={url}/csaf",
             "--source", f"osv={url}/osv", "--source", f"curated={url}/curated/advisories.json",
+            "--source", f"kev={url}/kev/known_exploited_vulnerabilities.json",
             "--ecosystem", "PyPI"]
 
 
@@ -445,6 +475,7 @@ def _feeds_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("GPUSBOM_NVIDIA_CSAF_URL", f"{url}/csaf")
     monkeypatch.setenv("GPUSBOM_OSV_URL", "off")
     monkeypatch.setenv("GPUSBOM_CURATED_URL", f"{url}/curated/advisories.json")
+    monkeypatch.setenv("GPUSBOM_KEV_URL", f"{url}/kev/known_exploited_vulnerabilities.json")
 
 
 def test_first_scan_updates_a_stale_database_like_grype(
@@ -479,6 +510,7 @@ def test_auto_update_failure_is_one_line_and_the_scan_goes_on(
     monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
     monkeypatch.setenv("GPUSBOM_NVIDIA_CSAF_URL", "http://127.0.0.1:9/csaf")  # nothing listens
     monkeypatch.setenv("GPUSBOM_OSV_URL", "off")
+    monkeypatch.setenv("GPUSBOM_KEV_URL", "off")
     assert main(["scan", f"dir:{_rootfs(tmp_path)}", "-q", "-o",
                  f"json={tmp_path / 'a.json'}"]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
@@ -517,3 +549,104 @@ def test_export_import_round_trip_for_air_gapped_sites(
     assert f"database: {user_db_path()} (updated or imported)" in out
     assert "build date: " in out and "newest data: " in out and "by vendor: " in out
     assert "source: nvidia-csaf: " in out and "bundled snapshot: built " in out
+    assert "known exploited (CISA KEV): 2 CVEs" in out and "descriptions: 2" in out
+
+
+# --------------------------------------------------------------------------- KEV, descriptions
+
+
+def _vllm_root(tmp_path: Path) -> Path:
+    root = _rootfs(tmp_path)
+    site = root / "usr/lib/python3/dist-packages"
+    (site / "vllm-0.8.4.dist-info").mkdir()
+    (site / "vllm-0.8.4.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm\nVersion: 0.8.4\n")
+    (site / "vllm-0.8.4.dist-info/RECORD").write_text("vllm-0.8.4.dist-info/METADATA,,\n")
+    return root
+
+
+def test_kev_flag_and_descriptions_reach_every_report(
+    env: Path, https: tuple[Feeds, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, url = https
+    assert main(_args(url)) == 0
+    out = capsys.readouterr().out
+    assert "kev: 2 known exploited CVEs (catalog 2099.03.01)" in out
+    assert "; 2 descriptions;" in out  # CVE-2099-0001 (CSAF note), CVE-2099-1111 (OSV)
+    db = load_active()
+    assert db.kev["CVE-2099-1111"]["dateAdded"] == "2099-03-01"
+    assert db.descriptions["CVE-2099-0001"] == CSAF_NOTE
+    # the terminal escape sequence of the OSV text is gone, the words kept
+    want = ("Test: vllm deserialises untrusted data [31m in its RPC server "
+            "(written for the test).")
+    assert db.descriptions["CVE-2099-1111"] == want
+    # the shipped snapshot holds neither (no vendor prose in the repository)
+    shipped = json.loads((Path(__file__).resolve().parents[2]
+                          / "src/gpusbom/data/advisories.json").read_text())
+    assert "kev" not in shipped and "descriptions" not in shipped
+    assert load_bundled().kev == {} and load_bundled().descriptions == {}
+
+    root = _vllm_root(tmp_path)
+    rep, cdx, html = tmp_path / "s.json", tmp_path / "s.cdx.json", tmp_path / "s.html"
+    assert main(["scan", f"dir:{root}", "--offline", "-o", f"json={rep}",
+                 "-o", f"cyclonedx-json={cdx}", "-o", f"html={html}", "-o", "table"]) == 0
+    table = capsys.readouterr().out
+    assert "Known exploited (CISA KEV, 1): CVE-2099-1111 (added 2099-03-01)" in table
+    assert "CVE-2099-1111 KEV" in table
+    (f,) = [x for x in json.loads(rep.read_text())["findings"] if x["id"] == "CVE-2099-1111"]
+    assert f["advisory"]["kev"] == "2099-03-01" and f["advisory"]["description"] == want
+    others = [x for x in json.loads(rep.read_text())["findings"]
+              if x["id"] != "CVE-2099-1111" and x.get("advisory")]
+    assert others and all("kev" not in x["advisory"] for x in others)  # torch's: not in KEV
+    (v,) = [x for x in json.loads(cdx.read_text())["vulnerabilities"]
+            if x["id"] == "CVE-2099-1111"]
+    assert v["description"] == want
+    assert {"name": "gpusbom:kev", "value": "2099-03-01"} in v["properties"]
+    page = html.read_text()
+    assert "KEV since 2099-03-01" in page and "vllm deserialises untrusted data" in page
+    # the gate's SARIF message says so too
+    pol = tmp_path / "p.yaml"
+    pol.write_text("version: 1\nrules:\n  advisories: {fail_on: high}\n")
+    sarif = tmp_path / "g.sarif"
+    assert main(["gate", "-q", "--policy", str(pol), f"dir:{root}", "-o",
+                 f"sarif={sarif}"]) == 1
+    msgs = [r["message"]["text"] for run in json.loads(sarif.read_text())["runs"]
+            for r in run["results"] if "CVE-2099-1111" in r["message"]["text"]]
+    assert msgs and all("in CISA KEV since 2099-03-01" in m for m in msgs)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "count", "not-json", "bad-id", "offline"])
+def test_bad_kev_download_keeps_old_db(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    feeds, url = https
+    old = _old_db(url, capsys)
+    path = "/kev/known_exploited_vulnerabilities.json"
+    if damage == "truncated":
+        feeds.truncate.add(path)
+        want = "download interrupted"
+    elif damage == "count":  # a catalog cut short at an entry boundary
+        feeds.put(path, _kev([("CVE-2099-1111", "2099-03-01")], count=1300))
+        want = "invalid data: 'count' is 1300 but the catalog lists 1 entries"
+    elif damage == "not-json":
+        feeds.put(path, b"<html>maintenance</html>")
+        want = "invalid data: not JSON"
+    elif damage == "bad-id":
+        feeds.put(path, _kev([("CVE-99-1", "2099-03-01")]))
+        want = "invalid data: entry 0: 'cveID' is not a CVE id"
+    else:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        args = _args(url)
+        args[args.index(f"kev={url}{path}")] = f"kev=https://127.0.0.1:{port}{path}"
+        assert main(args) == 3
+        assert "cannot connect" in _one_line(capsys)
+        assert user_db_path().read_bytes() == old
+        return
+    assert main(_args(url)) == 3
+    line = _one_line(capsys)
+    assert path in line and want in line, line
+    assert user_db_path().read_bytes() == old
+    assert load_active().kev["CVE-2099-1111"]["dateAdded"] == "2099-03-01"

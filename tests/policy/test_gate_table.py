@@ -13,6 +13,13 @@ from gpusbom.cli.app import main
 
 FUTURE, PAST = "2099-12-31", "2024-01-01"
 COMPAT = "cuda-compat-13-0 580.95.05-0ubuntu1"
+# CVSS >= 7.0 driver CVEs of the bulletins that list only branches newer than R470
+# (NVIDIA 5586, 5614, 5630, 5670, 5703, 5747, 5821; Linux entries)
+R470_HIGH = {
+    "CVE-2024-0126", "CVE-2024-0150", "CVE-2025-23244", "CVE-2025-23279", "CVE-2025-23280",
+    "CVE-2025-23282", "CVE-2025-33219", "CVE-2025-33220", "CVE-2026-24187", "CVE-2026-24190",
+    "CVE-2026-24192", "CVE-2026-24193", "CVE-2026-24194", "CVE-2026-24196",
+}
 H200_HIGH = {
     "CVE-2025-33219", "CVE-2025-33220", "CVE-2026-24187", "CVE-2026-24190", "CVE-2026-24192",
     "CVE-2026-24193", "CVE-2026-24194", "CVE-2026-24196",
@@ -176,7 +183,40 @@ rules:
 rules:
   compatible_with: {targets: [B200]}
 """, 0, set()),
+    # an R470 driver: no bulletin since 2024 lists R470, each lists newer branches only, so
+    # its findings are unsupported-branch ("earlier branch releases ... may also be
+    # affected"): not gated by default, failed on request (high and above only)
+    ("unsupported-branch-not-gated-by-default", "old-driver-cdx", """
+rules:
+  advisories: {fail_on: high}
+""", 0, set()),
+    ("unsupported-branch-fails-when-asked", "old-driver-cdx", """
+rules:
+  advisories: {fail_on: high, fail_on_unsupported_branch: true}
+""", 1, _adv(R470_HIGH, "libcuda 470.256.02")),
+    ("unsupported-branch-below-threshold-passes", "old-driver-cdx", """
+rules:
+  advisories: {fail_on: critical, fail_on_unsupported_branch: true}
+""", 0, set()),
+    ("unsupported-branch-option-leaves-affected-alone", "host-h200", """
+rules:
+  advisories: {fail_on: high, fail_on_unsupported_branch: true}
+""", 1, _adv(H200_HIGH) | TOOLKIT_13),
 ]
+
+
+@pytest.fixture(scope="session")
+def old_driver_cdx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CycloneDX 1.6 SBOM (written for the test, as Syft writes a generic purl) of an
+    R470 driver library."""
+    out = tmp_path_factory.mktemp("cdx") / "old-driver.cdx.json"
+    out.write_text(json.dumps({
+        "bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1,
+        "serialNumber": "urn:uuid:3e671687-395b-41f5-a30f-a58921a69b79",
+        "components": [{"type": "library", "bom-ref": "drv", "name": "libcuda",
+                        "version": "470.256.02",
+                        "purl": "pkg:generic/nvidia/libcuda@470.256.02"}]}))
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -198,10 +238,11 @@ def run_gate(target: Path, policy: Path, tmp: Path, *extra: str) -> tuple[int, d
 
 @pytest.mark.parametrize(("name", "target", "body", "exit_code", "expected"), TABLE,
                          ids=[row[0] for row in TABLE])
-def test_gate_table(name, target, body, exit_code, expected, inputs, h200_cdx, tmp_path) -> None:
+def test_gate_table(name, target, body, exit_code, expected, inputs, h200_cdx, old_driver_cdx,
+                    tmp_path) -> None:
     policy = tmp_path / f"{name}.yaml"
     policy.write_text("version: 1\n" + body.lstrip("\n"))
-    path = h200_cdx if target == "h200-cdx" else inputs[target]
+    path = {"h200-cdx": h200_cdx, "old-driver-cdx": old_driver_cdx}.get(target) or inputs[target]
     code, report = run_gate(path, policy, tmp_path)
     assert code == exit_code, report
     (decision,) = report["targets"]
@@ -216,6 +257,10 @@ def test_gate_table(name, target, body, exit_code, expected, inputs, h200_cdx, t
         expected = {("probes", str(path), None)}  # the target as named
     assert got == expected
     assert len(decision["violations"]) == len(expected)  # no duplicates
+    if name == "unsupported-branch-fails-when-asked":
+        assert all("unsupported-branch" in v["message"] and "fixed branches" not in v["fix"]
+                   and v["fix"].startswith("move nvidia-driver to a branch the vendor still "
+                                           "fixes (R5") for v in decision["violations"])
     for v in decision["violations"]:
         assert v["fix"], v  # every violation says how to fix it
         assert v["policy_line"], v  # and which policy line refused it

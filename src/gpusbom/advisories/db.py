@@ -300,6 +300,9 @@ class AdvisoryDB:
         self.source = source
         self.built = built
         self.feeds: list[dict[str, Any]] = []  # where an updated database came from
+        # fetched by ``advisories update`` only (never in the shipped snapshot):
+        self.kev: dict[str, dict[str, str]] = {}  # CISA KEV: CVE -> {"dateAdded", ...}
+        self.descriptions: dict[str, str] = {}  # vulnerability id -> the vendor's text
         ids = [a.id for a in self.advisories]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -351,12 +354,18 @@ def load_directory(path: str | Path) -> AdvisoryDB:
 
 
 def bundle(
-    records: list[dict[str, Any]], built: str, *, feeds: list[dict[str, Any]] | None = None
+    records: list[dict[str, Any]], built: str, *, feeds: list[dict[str, Any]] | None = None,
+    kev: dict[str, Any] | None = None, descriptions: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The bundle format (the shipped snapshot and the user's updated database)."""
+    """The bundle format (the shipped snapshot and the user's updated database). ``kev``
+    (``enrich.parse_kev``) and ``descriptions`` only ever go into the user's database."""
     out: dict[str, Any] = {"schema": BUNDLE_SCHEMA, "built": built, "advisories": records}
     if feeds is not None:
         out["feeds"] = feeds
+    if kev is not None:
+        out["kev"] = kev
+    if descriptions:
+        out["descriptions"] = dict(sorted(descriptions.items()))
     return out
 
 
@@ -379,6 +388,13 @@ def load_bundle_text(text: str, *, source: str) -> AdvisoryDB:
         raise AdvisoryError(f"{source}: 'built' is not a date: {built!r}")
     db = load_records(recs, source=source, built=built)
     db.feeds = [f for f in data.get("feeds") or [] if isinstance(f, dict)]
+    from .enrich import KevError, check_descriptions, check_kev
+
+    try:
+        db.kev = check_kev(data.get("kev"))
+        db.descriptions = check_descriptions(data.get("descriptions"))
+    except KevError as exc:
+        raise AdvisoryError(f"{source}: {exc}") from None
     return db
 
 

@@ -649,17 +649,22 @@ def _match(
         const = per_vuln.get(id(vuln))
         if const is None:
             score, stype, vector = _best_score(vuln)
+            # KEV and descriptions: only in a database ``advisories update`` fetched
+            kev = next((db.kev[x]["dateAdded"] for x in (vuln.id, *vuln.aliases)
+                        if x in db.kev), None) if db.kev else None
             const = per_vuln[id(vuln)] = (
                 score, stype, vector, severity_of(score),
                 tuple(sorted({*vuln.aliases, *(x for x in adv.aliases if x == vuln.id)}
                              - {vuln.id})),
-                f"{vuln.id}: {adv.title}" if adv.title else vuln.id, tuple(adv.sources))
-        score, stype, vector, severity, aliases, title, urls = const
+                f"{vuln.id}: {adv.title}" if adv.title else vuln.id, tuple(adv.sources),
+                kev, db.descriptions.get(vuln.id))
+        score, stype, vector, severity, aliases, title, urls, kev, description = const
         am = AdvisoryMatch(
             advisory=adv.id, vulnerability=vuln.id, status=status, product=target,
             installed_version=installed, fixed_version=fixed, aliases=aliases, score=score,
             score_type=stype, vector=vector, urls=urls, reason=reason,
-            justification=justification, rule=rule, cwe=vuln.cwe, cve_state=vuln.state)
+            justification=justification, rule=rule, cwe=vuln.cwe, cve_state=vuln.state,
+            kev=kev, description=description)
         sev = (SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER
                else len(SEVERITY_ORDER))
         return _Prepared((adv.id, vuln.id), (sev, vuln.id, adv.id), severity, title, reason,

@@ -102,6 +102,10 @@ def status_lines() -> list[str]:
         extra = ", ".join(f"{k} {f[k]}" for k in ("records", "documents", "built") if k in f)
         lines.append(f"source: {f.get('name')}: {f.get('url') or 'bundled'}"
                      + (f" ({extra})" if extra else ""))
+    lines.append(f"known exploited (CISA KEV): {len(db.kev)} CVEs" if db.kev else
+                 "known exploited (CISA KEV): not fetched (advisories update fetches it)")
+    lines.append(f"descriptions: {len(db.descriptions)}" if db.descriptions else
+                 "descriptions: none (advisories update fetches them)")
     if db.source != "bundled":
         lines.append(f"bundled snapshot: built {bundled.built}, {len(bundled)} advisories")
     return lines

@@ -12,7 +12,14 @@ Feeds (each URL configurable, so a mirror or a test server can stand in):
   (``importers.osv.gpu_relevant``) and imported with the OSV importer;
 - ``curated``: the project's curated bundle (the format of ``gpusbom/data/advisories.json``)
   with its ``.sha256`` beside it. Without a URL the curated records shipped with this
-  gpusbom are used.
+  gpusbom are used;
+- ``kev``: CISA's Known Exploited Vulnerabilities catalog (JSON; CISA publishes no
+  checksum: the length and the catalog's own ``count`` are checked). Findings of a CVE in
+  it carry its ``dateAdded``.
+
+Per-CVE descriptions (the CSAF notes, OSV details) are kept in the new database's
+``descriptions``, in the user cache only (``enrich.py``): the shipped snapshot holds no
+vendor prose.
 
 Every download is over HTTPS (plain ``http://`` only for a loopback test server), with
 ``requests``, and must arrive whole: a short body (the server closed early or sent a
@@ -55,6 +62,7 @@ from .db import (
     user_db_path,
     validate_record,
 )
+from .enrich import KEV_URL, KevError, csaf_descriptions, osv_description, parse_kev
 
 __all__ = ["DEFAULT_SOURCES", "UpdateError", "UpdateReport", "update"]
 
@@ -62,14 +70,16 @@ DEFAULT_SOURCES: dict[str, str | None] = {
     "nvidia-csaf": "https://raw.githubusercontent.com/NVIDIA/product-security/main",
     "osv": "https://osv-vulnerabilities.storage.googleapis.com",
     "curated": None,  # the records shipped with gpusbom
+    "kev": KEV_URL,
 }
 ENV_VARS = {"nvidia-csaf": "GPUSBOM_NVIDIA_CSAF_URL", "osv": "GPUSBOM_OSV_URL",
-            "curated": "GPUSBOM_CURATED_URL"}
+            "curated": "GPUSBOM_CURATED_URL", "kev": "GPUSBOM_KEV_URL"}
 DEFAULT_ECOSYSTEMS = ("PyPI", "Debian", "Ubuntu")
 FIRST_CSAF_YEAR = 2022
 _TIMEOUT = (10.0, 60.0)
 _MAX_FILE = 4 << 20  # one CSAF document / index / checksum
 _MAX_ARCHIVE = 2 << 30  # one OSV all.zip
+_MAX_KEV = 64 << 20  # CISA's catalog (about 1.5 MB in 2025)
 
 
 class UpdateError(InputError):
@@ -84,11 +94,15 @@ class UpdateReport:
     feeds: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # entries not turned into records
     merged: list[str] = field(default_factory=list)  # CVEs carried by several records
+    descriptions: int = 0  # per-CVE descriptions kept (user cache only)
 
     def summary(self) -> str:
-        parts = [f"{f['name']}: {f['records']} records" for f in self.feeds]
+        parts = [f"kev: {f['records']} known exploited CVEs (catalog {f['catalogVersion']})"
+                 if f["name"] == "kev" else f"{f['name']}: {f['records']} records"
+                 for f in self.feeds]
         text = (f"{self.path}: {self.advisories} advisories (built {self.built}; "
-                + "; ".join(parts) + f"; {len(self.skipped)} entries skipped"
+                + "; ".join(parts) + f"; {self.descriptions} descriptions"
+                + f"; {len(self.skipped)} entries skipped"
                 + (f"; {len(self.merged)} re-listed CVEs merged" if self.merged else "") + ")")
         return "\n".join([text, *(f"  skipped: {s}" for s in self.skipped)])
 
@@ -262,8 +276,8 @@ def _json(data: bytes, url: str) -> Any:
 # --------------------------------------------------------------------------- feeds
 
 
-def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
-               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int,
+               descriptions: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from .importers import MalformedDocumentError
     from .importers.csaf import import_csaf
 
@@ -330,13 +344,17 @@ def _csaf_feed(fetch: _Fetcher, base: str, skipped: list[str], workers: int
             skipped.append(f"{url}: {exc}")
             continue
         records.append(rec)
+        texts = csaf_descriptions(doc)
+        descriptions.update((v["id"], texts[v["id"]]) for v in rec["vulnerabilities"]
+                            if v["id"] in texts)
     info = {"name": "nvidia-csaf", "url": base, "documents": len(docs), "phrases": phrases,
             "phrases_parsed": parsed, "checked": "sha256 files published beside each document"}
     return records, info
 
 
 def _osv_feed(fetch: _Fetcher, base: str, ecosystems: Iterable[str], tmp: Path,
-              skipped: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+              skipped: list[str], descriptions: dict[str, str]
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from .importers import MalformedDocumentError
     from .importers.osv import gpu_relevant, import_osv
 
@@ -377,6 +395,10 @@ def _osv_feed(fetch: _Fetcher, base: str, ecosystems: Iterable[str], tmp: Path,
                     skipped.append(f"{url}!{name}: {exc}")
                     continue
                 records.append(imp.record)
+                text = osv_description(doc)
+                if text:
+                    for v in imp.record["vulnerabilities"]:
+                        descriptions.setdefault(v["id"], text)
     return records, {"name": "osv", "url": base, "archives": archives}
 
 
@@ -406,6 +428,19 @@ def _curated_feed(fetch: _Fetcher, url: str | None) -> tuple[list[dict[str, Any]
                                  "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def _kev_feed(fetch: _Fetcher, url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """CISA's KEV catalog, whole or not at all (``UpdateError``: the old database stays)."""
+    data = fetch.get(url, limit=_MAX_KEV) or b""
+    try:
+        kev = parse_kev(_json(data, url))
+    except KevError as exc:
+        raise UpdateError(f"{url}: invalid data: {exc}") from None
+    return kev, {"name": "kev", "url": url, "records": len(kev["entries"]),
+                 "catalogVersion": kev["catalogVersion"], "dateReleased": kev["dateReleased"],
+                 "sha256": hashlib.sha256(data).hexdigest(),
+                 "checked": "length and the catalog's count (CISA publishes no checksum)"}
+
+
 def _merge(groups: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Every feed's records as one set (``db.merge_records``): nothing is dropped whole."""
     return merge_records(groups)[0]
@@ -430,6 +465,8 @@ def update(
     skipped: list[str] = []
     feeds: list[dict[str, Any]] = []
     groups: list[list[dict[str, Any]]] = []
+    descriptions: dict[str, str] = {}
+    kev: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix=".update-", dir=dest.parent) as tmpd:
         tmp = Path(tmpd)
         say("curated records")
@@ -441,19 +478,27 @@ def update(
         feeds.append({**info, "records": len(recs)})
         if sources.get("nvidia-csaf"):
             say("NVIDIA CSAF bulletins")
-            recs, info = _csaf_feed(fetch, str(sources["nvidia-csaf"]), skipped, workers)
+            recs, info = _csaf_feed(fetch, str(sources["nvidia-csaf"]), skipped, workers,
+                                    descriptions)
             groups.append(recs)
             feeds.append({**info, "records": len(recs)})
         if sources.get("osv"):
             say("OSV archives")
-            recs, info = _osv_feed(fetch, str(sources["osv"]), ecosystems, tmp, skipped)
+            recs, info = _osv_feed(fetch, str(sources["osv"]), ecosystems, tmp, skipped,
+                                   descriptions)
             groups.append(recs)
             feeds.append({**info, "records": len(recs)})
+        if sources.get("kev"):
+            say("CISA KEV catalog")
+            kev, info = _kev_feed(fetch, str(sources["kev"]))
+            feeds.append(info)
         records, merged = merge_records([*groups, curated_rest])
         built = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
         built = built.replace("+00:00", "Z")
-        text = json.dumps(bundle(records, built, feeds=feeds), indent=1, sort_keys=True,
-                          ensure_ascii=False) + "\n"
+        kept = {v["id"] for r in records for v in r["vulnerabilities"]}
+        text = json.dumps(bundle(records, built, feeds=feeds, kev=kev, descriptions={
+            k: t for k, t in descriptions.items() if k in kept}), indent=1, sort_keys=True,
+            ensure_ascii=False) + "\n"
         staged = tmp / "advisories.json"
         staged.write_text(text, encoding="utf-8")
         try:  # what scans will read must load: re-read the staged file, as they will
@@ -466,7 +511,7 @@ def update(
         os.replace(staged, dest)
     _fsync_dir(dest.parent)
     return UpdateReport(path=dest, advisories=len(db), built=built, feeds=feeds,
-                        skipped=skipped, merged=merged)
+                        skipped=skipped, merged=merged, descriptions=len(db.descriptions))
 
 
 def _fsync_dir(path: Path) -> None:

@@ -107,17 +107,21 @@ def rule_advisories(ctx: RuleContext, s: dict[str, Any]) -> list[Violation]:
     threshold = SEVERITIES.index(s["fail_on"])
     fail_review = bool(s.get("fail_on_review", False))
     fail_unscored = bool(s.get("fail_on_unscored", False))
+    # a driver branch the bulletin does not list, older than every listed one: the vendor
+    # says it "may also be affected"; judged as affected only when the policy asks
+    statuses = ("affected", "review",
+                *(("unsupported-branch",) if s.get("fail_on_unsupported_branch") else ()))
     out: list[Violation] = []
     for f in ctx.result.findings:
         a = f.advisory
-        if a is None or a.status not in ("affected", "review"):
+        if a is None or a.status not in statuses:
             continue
         scored = f.severity in SEVERITIES
         if scored and SEVERITIES.index(f.severity) > threshold:
             continue
-        if not scored and a.status != "affected":
+        if not scored and a.status == "review":
             continue
-        if a.status == "affected":
+        if a.status in ("affected", "unsupported-branch"):
             level = "error" if scored or fail_unscored else "warning"
         else:
             level = "error" if fail_review else "warning"
@@ -125,13 +129,18 @@ def rule_advisories(ctx: RuleContext, s: dict[str, Any]) -> list[Violation]:
         subject = _label(comp) if comp else a.product
         installed = a.installed_version or "?"
         score = f"CVSS {a.score:g}" if a.score is not None else "no CVSS score"
-        msg = (f"{a.vulnerability} ({f.severity}, {score}, {a.status}): {a.product} {installed}"
-               f" [{a.advisory}]" + (f": {a.reason}" if a.reason else ""))
+        kev = f", in CISA KEV since {a.kev}" if a.kev else ""
+        msg = (f"{a.vulnerability} ({f.severity}, {score}, {a.status}{kev}): {a.product} "
+               f"{installed} [{a.advisory}]" + (f": {a.reason}" if a.reason else ""))
         if a.status == "review":
             fix = ("a person must judge it: the vendor gives no machine-readable range"
                    + (f"; see {a.urls[0]}" if a.urls else ""))
             if a.fixed_version:
                 fix = f"upgrade {a.product} to {a.fixed_version} (or judge it: {a.reason})"
+        elif a.status == "unsupported-branch":
+            _, _, fixed = (a.reason or "").partition("fixed branches: ")
+            fix = f"move {a.product} to a branch the vendor still fixes" + (
+                f" ({fixed})" if fixed else "")
         elif a.fixed_version:
             fix = f"upgrade {a.product} to {a.fixed_version}"
         else:

@@ -465,6 +465,12 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
             props.append(Property(name=prop("path"), value=ev))
     fixes = sorted({f.advisory.fixed_version for f in group
                     if f.advisory and f.advisory.fixed_version})
+    # from a database ``advisories update`` fetched: CISA KEV's dateAdded, the vendor's text
+    kev = next((f.advisory.kev for f in ranked if f.advisory and f.advisory.kev), None)
+    if kev:
+        props.insert(0, Property(name=prop("kev"), value=kev))
+    text = next((f.advisory.description for f in ranked
+                 if f.advisory and f.advisory.description), None)
     return Vulnerability(
         bom_ref=f"vuln:{a.vulnerability}",
         id=a.vulnerability,
@@ -472,7 +478,7 @@ def _vulnerability(group: list[Finding], refs: set[str]) -> Vulnerability | None
         references=[VulnerabilityReference(id=x, source=VulnerabilitySource(name=adv))
                     for x, adv in sorted(aliases) if x != a.vulnerability],
         ratings=ratings,
-        description=lead.title,
+        description=text or lead.title,
         detail=lead.detail,
         recommendation=("upgrade to " + " or ".join(fixes)) if fixes else None,
         advisories=[VulnerabilityAdvisory(url=XsUri(u), title=", ".join(advisories))

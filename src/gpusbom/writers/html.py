@@ -49,7 +49,9 @@ def _scan(result: ScanResult) -> dict[str, Any]:
                          "status": a.status if a else None,
                          "advisory": a.advisory if a else None,
                          "installed": a.installed_version if a else None,
-                         "fixed": a.fixed_version if a else None})
+                         "fixed": a.fixed_version if a else None,
+                         "kev": a.kev if a else None,
+                         "description": a.description if a else None})
     return {
         "reference": t.reference, "kind": t.kind, "name": t.name, "digest":
         t.manifest_digest or t.image_id, "platform": t.platform, "labels": dict(t.labels),

@@ -223,7 +223,8 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
         assert a is not None  # noqa: S101 - type narrowing of an invariant
         comp = ", ".join(names.get(r, r) for r in f.components)
         table.add_row(
-            Text(a.vulnerability), Text(a.advisory), Text(f.severity), Text(a.status),
+            Text(a.vulnerability + (" KEV" if a.kev else "")), Text(a.advisory),
+            Text(f.severity), Text(a.status),
             Text(comp), Text(a.installed_version or "-"), Text(a.fixed_version or "-"),
             Text(f.evidence[0] if f.evidence else ""),
         )
@@ -240,6 +241,12 @@ def _advisory_table(console: Console, result: ScanResult, bold: str) -> None:
         + (f"; {auto} not affected by gpusbom analysis, {len(suppressed) - auto} by VEX"
            if suppressed else "") + ")", style=bold
     ))
+    kev = sorted({(f.advisory.vulnerability, f.advisory.kev) for f in found
+                  if f.advisory and f.advisory.kev})
+    if kev:
+        console.print(Text(
+            f"Known exploited (CISA KEV, {len(kev)}): "
+            + ", ".join(f"{cve} (added {date})" for cve, date in kev), style=bold))
     analysed = [f for f in suppressed if f.advisory and f.advisory.rule in _AUTO_VEX_RULES]
     if analysed:
         by_rule: dict[str, int] = {}
