@@ -245,24 +245,46 @@ RULES = (
 )
 
 
+class _Split(NamedTuple):
+    """One CVE's entries for one target, sorted the way ``_judge`` reads them (built once
+    per entry list, not once per component version)."""
+
+    vague: list[Affected]  # no machine-readable range
+    exact: list[Affected]
+    driver: list[Affected]  # NVIDIA driver entries of the plain driver (no vGPU/gaming variant)
+    other: list[Affected]  # entries of other schemes
+    by_branch: dict[str | None, list[Affected]]  # driver entries by branch (None: unbranched)
+    listed: list[int]  # the numeric branches of the driver entries, ascending
+
+
+def _split(entries: list[Affected]) -> _Split:
+    exact = [e for e in entries if e.machine_readable]
+    driver = [e for e in exact if e.scheme == "nvidia-driver" and e.variant is None]
+    by_branch: dict[str | None, list[Affected]] = {}
+    for e in driver:
+        by_branch.setdefault(e.branch, []).append(e)
+    return _Split([e for e in entries if not e.machine_readable], exact, driver,
+                  [e for e in exact if e.scheme != "nvidia-driver"], by_branch,
+                  sorted({int(e.branch) for e in driver if e.branch and e.branch.isdigit()}))
+
+
 def _judge(
-    entries: list[Affected], c: Component, version: str | None, ctx: _Ctx | None = None
+    entries: list[Affected], c: Component, version: str | None, ctx: _Ctx | None = None,
+    split: _Split | None = None,
 ) -> Verdict | None:
-    """The verdict for one component against one CVE's entries, None when not affected."""
+    """The verdict for one component against one CVE's entries, None when not affected.
+    ``split``: ``_split(entries)`` when the caller keeps it."""
     if not entries:
         return None
-    vague = [e for e in entries if not e.machine_readable]
-    exact = [e for e in entries if e.machine_readable]
+    vague, exact, driver, other, _, _ = sp = split or _split(entries)
     if not exact:
         return Verdict("review", None, vague[0].no_range or "no machine-readable range",
                        "no-range")
-    driver = [e for e in exact if e.scheme == "nvidia-driver" and e.variant is None]
-    other = [e for e in exact if e.scheme != "nvidia-driver"]
     if not driver and not other:
         return None  # only vGPU / gaming variants: not what a plain driver component is
     results: list[Verdict] = []
     if driver:
-        results.extend(_judge_driver(driver, version, ctx or _Ctx()))
+        results.extend(_judge_driver(driver, version, ctx or _Ctx(), sp))
     for e in other:
         v = c.properties.get(e.version_of) if e.version_of else version
         via = ""
@@ -374,7 +396,9 @@ def line_of(vendor_product: str | None) -> str | None:
     return None
 
 
-def _judge_driver(entries: list[Affected], version: str | None, ctx: _Ctx) -> list[Verdict]:
+def _judge_driver(
+    entries: list[Affected], version: str | None, ctx: _Ctx, split: _Split
+) -> list[Verdict]:
     if not version:
         return [Verdict("review", None, "driver version unknown", "version-unknown")]
     try:
@@ -382,11 +406,11 @@ def _judge_driver(entries: list[Affected], version: str | None, ctx: _Ctx) -> li
     except InvalidVersion as exc:
         return [Verdict("review", None, f"cannot compare: {exc}", "version-unknown")]
     branch = int(key[0])
-    mine = [e for e in entries if e.branch == str(branch)]
-    unbranched = [e for e in entries if e.branch is None]
+    mine = split.by_branch.get(str(branch), [])
+    unbranched = split.by_branch.get(None, [])
     if mine or unbranched:
         return _judge_lines(mine + unbranched, version, ctx)
-    listed = sorted({int(e.branch) for e in entries if e.branch and e.branch.isdigit()})
+    listed = split.listed
     in_bulletin = ctx.bulletin_branches or frozenset(listed)
     if branch in in_bulletin:
         return []  # per-CVE product tree: the bulletin lists this branch, not for this CVE
@@ -551,7 +575,7 @@ def _match(
     line = _host_line(components) if target_kind == "host" else None
     kernel_code = _kernel_code_in(components) if target_kind == "image" else True
     entries_cache: dict[tuple[int, str],
-                        tuple[list[Affected], bool, bool, list[Affected], bool]] = {}
+                        tuple[list[Affected], bool, bool, list[Affected], bool, _Split]] = {}
     verdicts: dict[tuple[object, ...], Verdict | None] = {}
     branches: dict[str, _Ctx] = {}
     per_vuln: dict[int, tuple[Any, ...]] = {}
@@ -578,12 +602,14 @@ def _match(
                 entries = [dataclasses.replace(a, platform=None) for a in elsewhere]
             cached = entries_cache[ekey] = (
                 entries, any(e.distro for e in entries),
-                any(e.version_of for e in entries), elsewhere, only_elsewhere)
-        entries, per_distro, per_prop, elsewhere, windows_only = cached
+                any(e.version_of for e in entries), elsewhere, only_elsewhere, _split(entries))
+        entries, per_distro, per_prop, elsewhere, windows_only, whole = cached
+        split: _Split | None = whole
         cdist = None
         if per_distro:
             cdist = _distro(c)
             entries = [e for e in entries if e.distro in (None, cdist) or cdist == "?"]
+            split = None
         props = tuple(c.properties.get(e.version_of) for e in entries
                       if e.version_of) if per_prop else ()
         ctx = branches.get(adv.id)
@@ -606,7 +632,7 @@ def _match(
         elif vkey in verdicts:
             verdict = verdicts[vkey]
         else:
-            verdict = verdicts[vkey] = _judge(entries, c, version, ctx)
+            verdict = verdicts[vkey] = _judge(entries, c, version, ctx, split)
         if verdict is None:
             return None
         status, fixed, reason, rule = verdict
