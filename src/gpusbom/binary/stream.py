@@ -33,6 +33,7 @@ not searched either: device code containers are data and never linked there.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import threading
@@ -192,36 +193,47 @@ def executable_ranges(head: bytes | bytearray) -> list[tuple[int, int]] | None:
     return [(a, b) for a, b in merged if b - a >= MIN_SKIP]
 
 
-#: chunks at least this long are hashed on the hashing thread; smaller ones inline
+#: chunks at least this long are hashed on a hashing thread; smaller ones inline
 _HASH_ASYNC_MIN = 256 << 10
-#: chunks one file may have waiting to be hashed (4 MB each from the layer reader)
+#: chunks one file may have waiting to be hashed (1-4 MB each from the layer reader)
 _HASH_PENDING = 4
-_pool: tuple[int, ThreadPoolExecutor] | None = None
+#: hashing threads per process; each file is hashed by one of them (its chunks in order),
+#: consecutive files by different ones: a layer full of big libraries (CUDA's, torch's:
+#: 3.5 GB of them in one layer) hashes at ~1 GB/s per thread, which one thread made the
+#: layer's bound on a many-core host
+_HASH_THREADS = 3
+_pool: tuple[int, list[ThreadPoolExecutor]] | None = None
 _pool_lock = threading.Lock()
+_next_pool = itertools.count()
 
 
 def _hash_pool() -> ThreadPoolExecutor:
-    """One hashing thread per process (made after a fork, never inherited: a forked layer
-    worker would own a pool whose thread does not exist there)."""
+    """A hashing thread of this process (made after a fork, never inherited: a forked layer
+    worker would own a pool whose thread does not exist there), the next one round-robin."""
     global _pool
     pid = os.getpid()
     with _pool_lock:
         if _pool is None or _pool[0] != pid:
-            _pool = (pid, ThreadPoolExecutor(1, thread_name_prefix="gpusbom-sha256"))
-        return _pool[1]
+            _pool = (
+                pid,
+                [ThreadPoolExecutor(1, thread_name_prefix="gpusbom-sha256") for _ in range(_HASH_THREADS)],
+            )
+        pools = _pool[1]
+    return pools[next(_next_pool) % len(pools)]
 
 
 class _Sha256:
     """SHA-256 of a stream, updated on a thread of its own: hashlib releases the interpreter
     lock, so the hash of a big binary runs beside the device-code search and the inflate
-    instead of after them. Chunks are hashed in order (one thread, FIFO); at most
-    :data:`_HASH_PENDING` chunks wait (bounded memory)."""
+    instead of after them. Chunks are hashed in order (one single-thread executor per file,
+    FIFO); at most :data:`_HASH_PENDING` chunks wait (bounded memory)."""
 
-    __slots__ = ("_h", "_pending")
+    __slots__ = ("_h", "_pending", "_pool")
 
     def __init__(self, first: bytes) -> None:
         self._h = hashlib.sha256()
         self._pending: deque[Future[None]] = deque()
+        self._pool: ThreadPoolExecutor | None = None
         self.update(first)
 
     def update(self, chunk: bytes) -> None:
@@ -230,7 +242,9 @@ class _Sha256:
             return
         while len(self._pending) >= _HASH_PENDING:
             self._pending.popleft().result()
-        self._pending.append(_hash_pool().submit(self._h.update, chunk))
+        if self._pool is None:
+            self._pool = _hash_pool()
+        self._pending.append(self._pool.submit(self._h.update, chunk))
 
     def hexdigest(self) -> str:
         while self._pending:

@@ -7,11 +7,12 @@ share of the image's bytes, so that the largest layer no longer bounds the scan.
 
 Everything is sized to fit ``max_memory`` (``gpusbom scan --max-memory``, 1 GiB by default,
 for the whole process tree). The per-part figures below are peak PSS measured with
-``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host): the parent about
-150 MiB; a layer worker process about 130 MiB (its allocator arenas keep up to 32 MiB each,
-see ``gpusbom._alloc``, plus 1-4 MiB queues); a parallel inflater about 100 MiB plus
-27 MiB per thread. When they do not fit, inflate threads go first, then workers (one
-layer per worker process is what scales on many cores).
+``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host, gVisor): the parent
+about 280 MiB while the layer results come in; a layer worker process about 100 MiB (its
+allocator arenas keep up to 32 MiB each, see ``gpusbom._alloc``, plus 1-4 MiB queues); a
+rapidgzip child (``fsview.decompress``) 40 MiB plus 36 MiB per thread. When they do not
+fit, workers are given up first down to four, then inflate threads down to two per layer,
+then workers down to two, then parallel inflate.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MAIN_MIB = 150
-WORKER_MIB = 130
-PARALLEL_BASE_MIB = 100
-PARALLEL_THREAD_MIB = 27
+MAIN_MIB = 280
+WORKER_MIB = 100
+PARALLEL_BASE_MIB = 40
+PARALLEL_THREAD_MIB = 36
 DEFAULT_MAX_MEMORY = 1 << 30
+# rapidgzip on the 4.57 GB layer of a 16-core host: 8 threads 2.39 s, 16 threads 2.34 s
+# (two such layers side by side with 8 each: 2.54 s); more threads add memory, not speed
+PARALLEL_MAX_THREADS = 8
 
 
 def usable_cpus() -> int:
@@ -74,6 +78,7 @@ def schedule_layers(
     total = sum(known) or 1
     budget = max_memory >> 20
     threads = [1] * n
+    cap = min(cap, PARALLEL_MAX_THREADS)
     if cpus >= 4:
         # only a layer larger than its fair share of the cores would bound the scan; it
         # gets twice its share of them (it starts first and runs longest)
@@ -87,15 +92,18 @@ def schedule_layers(
         processes = 0 if cpus < 4 or n <= 1 else min(n, max(3, cpus // 2))
     processes = min(processes, n)
     sched = LayerSchedule(order, processes, threads)
-    # fit the memory cap: first fewer inflate threads, then none, then fewer workers
+    # fit the memory cap: fewer workers (down to four), fewer inflate threads (down to two
+    # per layer), fewer workers (down to two), then no parallel inflate
+    while sched.memory_mib() > budget and sched.processes > 4:
+        sched = LayerSchedule(order, sched.processes - 1, threads)
     while sched.memory_mib() > budget and any(t > 2 for t in threads):
         big = max(range(n), key=lambda i: threads[i])
         threads[big] = max(2, threads[big] // 2)
         sched = LayerSchedule(order, sched.processes, threads)
+    while sched.memory_mib() > budget and sched.processes > 2:
+        sched = LayerSchedule(order, sched.processes - 1, threads)
     while sched.memory_mib() > budget and any(t > 1 for t in threads):
         small = min((i for i in range(n) if threads[i] > 1), key=lambda i: known[i])
         threads[small] = 1
         sched = LayerSchedule(order, sched.processes, threads)
-    while sched.memory_mib() > budget and sched.processes > 2:
-        sched = LayerSchedule(order, sched.processes - 1, threads)
     return sched

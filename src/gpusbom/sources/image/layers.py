@@ -99,7 +99,8 @@ def layer_processes(store: BlobStore, total: int) -> int:
         return min(int(env), total)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cpus = cpus or 1
-    return min(total, 6, max(3, cpus // 2)) if cpus >= 4 else 0
+    # as many as the memory cap allows (sources.schedule fits them): half the cores
+    return min(total, max(3, cpus // 2)) if cpus >= 4 else 0
 
 
 def read_layers(
@@ -296,6 +297,7 @@ class _ForkSpool:
 
 
 _FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
+_FORK_T0 = 0.0  # when the workers were started (GPUSBOM_DEBUG_INFLATE's timeline)
 
 
 def _read_layer_in_child(i: int) -> LayerIndex:
@@ -312,7 +314,20 @@ def _read_layer_in_child(i: int) -> LayerIndex:
         progress=NullProgress(),
         platform=ctx.platform,
     )
+    debug = os.environ.get("GPUSBOM_DEBUG_INFLATE")
+    if debug:
+        import sys
+        import time
+
+        t0, c0 = time.perf_counter(), time.process_time()
     li = store.read_layer(layer.path, layer, len(plan.layers), lctx)
+    if debug:
+        print(
+            f"gpusbom: layer {i} ({layer.size} bytes, {threads} threads) in worker "
+            f"{os.getpid()}: {t0 - _FORK_T0:.2f}-{time.perf_counter() - _FORK_T0:.2f} s, "
+            f"{time.process_time() - c0:.2f} CPU-s",
+            file=sys.stderr,
+        )
     return finish_layer(li, layer, store.label)
 
 
@@ -329,7 +344,10 @@ def read_layers_forked(
     or in the scan's spool directory)."""
     import multiprocessing
 
-    global _FORK_JOB
+    global _FORK_JOB, _FORK_T0
+    import time
+
+    _FORK_T0 = time.perf_counter()
     total = len(plan.layers)
     sizes = [la.size for la in plan.layers]
     total_bytes = (
