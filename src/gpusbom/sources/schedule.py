@@ -10,9 +10,10 @@ for the whole process tree). The per-part figures below are peak PSS measured wi
 ``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host, gVisor): the parent
 about 280 MiB while the layer results come in; a layer worker process about 100 MiB (its
 allocator arenas keep up to 32 MiB each, see ``gpusbom._alloc``, plus 1-4 MiB queues); a
-rapidgzip child (``fsview.decompress``) 40 MiB plus 36 MiB per thread. When they do not
-fit, workers are given up first down to four, then inflate threads down to two per layer,
-then workers down to two, then parallel inflate.
+rapidgzip child (``fsview.decompress``) 40 MiB plus 30-37 MiB per thread (101-180 MiB with
+4 threads, 292-331 MiB with 8). When they do not fit, workers are given up first down to
+four, then inflate threads down to two per layer, then workers down to two, then parallel
+inflate.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 MAIN_MIB = 280
 WORKER_MIB = 100
 PARALLEL_BASE_MIB = 40
-PARALLEL_THREAD_MIB = 36
+PARALLEL_THREAD_MIB = 30
 DEFAULT_MAX_MEMORY = 1 << 30
 # rapidgzip on the 4.57 GB layer of a 16-core host: 8 threads 2.39 s, 16 threads 2.34 s
 # (two such layers side by side with 8 each: 2.54 s); more threads add memory, not speed
