@@ -602,6 +602,10 @@ def test_kev_flag_and_descriptions_reach_every_report(
             if x["id"] == "CVE-2099-1111"]
     assert v["description"] == want
     assert {"name": "gpusbom:kev", "value": "2099-03-01"} in v["properties"]
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(cdx.read_text()) is None
     page = html.read_text()
     assert "KEV since 2099-03-01" in page and "vllm deserialises untrusted data" in page
     # the gate's SARIF message says so too
