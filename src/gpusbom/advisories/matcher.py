@@ -28,6 +28,7 @@ import gc
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion as _PepInvalid
@@ -747,13 +748,14 @@ def _match(
     out: list[Finding] = []
     for k in sorted(groups):
         group = groups[k]
-        group.sort(key=_first_component)  # stable: equal keys keep the scan order
+        # by component (stable: equal keys keep the scan order); ``components`` is (ref,)
+        # or () for a component without a bom-ref, which sorts first as "" would
+        group.sort(key=_COMPONENTS)
         out.extend(group)
     return out
 
 
-def _first_component(f: Finding) -> str:
-    return f.components[0] if f.components else ""
+_COMPONENTS = attrgetter("components")
 
 
 class _Prepared(NamedTuple):
