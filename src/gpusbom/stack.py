@@ -7,141 +7,20 @@ when it differs from the package version. A component with
 ``properties["release"]`` names the stack's release (the CUDA toolkit release
 13.0.2, the ROCm release 6.2.0). Disagreements collectors noticed are in
 ``properties["disagreement"]``.
+
+Display names of stacks and products come from the catalog (``catalog/display.yaml`` and
+the rows' ``stack_name`` / ``display``).
 """
 
 from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
+from . import catalog
 from .model import Component, Product, StackPart, StackSummary
 
 #: stacks always listed, present or not, in this order; others follow when present
 MAJOR_STACKS = ("cuda", "rocm", "oneapi")
-
-STACK_NAMES = {
-    "cuda": "CUDA",
-    "nvidia-driver": "NVIDIA driver",
-    "nvidia-container-toolkit": "NVIDIA Container Toolkit",
-    "triton-inference-server": "Triton Inference Server",
-    "rocm": "ROCm",
-    "oneapi": "oneAPI",
-    "level-zero": "Level Zero",
-    "intel-gpu": "Intel GPU runtime",
-    "opencl": "OpenCL",
-    "vulkan": "Vulkan",
-    "triton": "Triton",
-    "pytorch": "PyTorch",
-    "jax": "JAX",
-    "cupy": "CuPy",
-    "tensorflow": "TensorFlow",
-    "onnxruntime": "ONNX Runtime",
-    "vllm": "vLLM",
-}
-
-PRODUCT_NAMES = {
-    "cudart": "cudart",
-    "cudnn": "cuDNN",
-    "nccl": "NCCL",
-    "cublas": "cuBLAS",
-    "cublaslt": "cuBLASLt",
-    "cufft": "cuFFT",
-    "curand": "cuRAND",
-    "cusolver": "cuSOLVER",
-    "cusparse": "cuSPARSE",
-    "cusparselt": "cuSPARSELt",
-    "cutensor": "cuTENSOR",
-    "tensorrt": "TensorRT",
-    "nvshmem": "NVSHMEM",
-    "nvjitlink": "nvJitLink",
-    "nvrtc": "NVRTC",
-    "nvjpeg": "nvJPEG",
-    "cupti": "CUPTI",
-    "cuda-compat": "driver compat",
-    "cuda-toolkit": "toolkit",
-    "nvcc": "nvcc",
-    "npp": "NPP",
-    "libcuda": "libcuda",
-    "libnvidia-ml": "NVML",
-    "libnvidia-ptxjitcompiler": "PTX JIT",
-    "nvidia-container-toolkit": "toolkit",
-    "libnvidia-container": "libnvidia-container",
-    "triton-inference-server": "server",
-    "hip-runtime": "HIP",
-    "rocblas": "rocBLAS",
-    "hipblas": "hipBLAS",
-    "miopen": "MIOpen",
-    "rccl": "RCCL",
-    "level-zero-loader": "loader",
-    # ROCm (AMD)
-    "rocm-core": "rocm-core",
-    "hiprtc": "HIPRTC",
-    "hsa-runtime": "HSA runtime",
-    "hsakmt": "HSA thunk",
-    "comgr": "comgr",
-    "hipblaslt": "hipBLASLt",
-    "rocfft": "rocFFT",
-    "hipfft": "hipFFT",
-    "rocrand": "rocRAND",
-    "hiprand": "hipRAND",
-    "rocsparse": "rocSPARSE",
-    "hipsparse": "hipSPARSE",
-    "hipsparselt": "hipSPARSELt",
-    "rocsolver": "rocSOLVER",
-    "hipsolver": "hipSOLVER",
-    "rocalution": "rocALUTION",
-    "migraphx": "MIGraphX",
-    "rocm-smi-lib": "ROCm SMI lib",
-    "amd-smi-lib": "AMD SMI lib",
-    "roctracer": "ROCTracer",
-    "rocprofiler": "ROCProfiler",
-    "rocprim": "rocPRIM",
-    "hipcub": "hipCUB",
-    "rocminfo": "rocminfo",
-    "rocm-smi": "rocm-smi",
-    # Intel: oneAPI, Level Zero, GPU runtime
-    "oneapi": "toolkit",
-    "dpcpp-compiler": "DPC++ compiler",
-    "mkl": "oneMKL",
-    "tbb": "oneTBB",
-    "onednn": "oneDNN",
-    "oneccl": "oneCCL",
-    "intel-mpi": "Intel MPI",
-    "onedpl": "oneDPL",
-    "onedal": "oneDAL",
-    "ipp": "IPP",
-    "sycl-runtime": "SYCL runtime",
-    "dpcpp-runtime": "DPC++ runtime",
-    "compiler-runtime": "compiler runtime",
-    "unified-runtime": "Unified Runtime",
-    "intel-opencl-cpu-runtime": "OpenCL CPU runtime",
-    "intel-openmp": "OpenMP runtime",
-    "level-zero-gpu-driver": "Level Zero GPU driver",
-    "level-zero-gpu-driver-legacy": "Level Zero GPU driver (legacy)",
-    "intel-compute-runtime": "compute runtime",
-    "ocloc": "ocloc",
-    "igc": "IGC",
-    "gmmlib": "gmmlib",
-    # OpenCL / Vulkan ICDs and loaders (collectors/opencl.py, vulkan.py)
-    "opencl-icd-loader": "ICD loader",
-    "pocl": "PoCL",
-    "nvidia-opencl": "NVIDIA OpenCL",
-    "intel-opencl": "Intel OpenCL",
-    "rocm-opencl": "ROCm OpenCL",
-    "mesa": "Mesa",
-    "vulkan-loader": "loader",
-    "nvidia-vulkan": "NVIDIA Vulkan",
-    "amdvlk": "AMDVLK",
-    # Triton and GPU framework builds (collectors/triton.py, frameworks.py)
-    "triton": "Triton",
-    "tensorflow": "TensorFlow",
-    "onnxruntime": "ONNX Runtime",
-    "cupy": "CuPy",
-    "jax-cuda12-plugin": "CUDA 12 plugin",
-    "jax-cuda13-plugin": "CUDA 13 plugin",
-    "jax-cuda12-pjrt": "CUDA 12 PJRT",
-    "jax-cuda13-pjrt": "CUDA 13 PJRT",
-    "vllm": "vLLM",
-}
 
 
 def _vkey(v: str) -> tuple[int, object]:
@@ -172,7 +51,7 @@ def summarize(components: list[Component]) -> list[StackSummary]:
             part = parts.get(product)
             if part is None:
                 part = parts[product] = StackPart(
-                    product=product, display=PRODUCT_NAMES.get(product, product)
+                    product=product, display=catalog.product_display(product)
                 )
             if prod.version:
                 versions.setdefault((stack, product), set()).add(prod.version)
@@ -195,7 +74,7 @@ def summarize(components: list[Component]) -> list[StackSummary]:
         out.append(
             StackSummary(
                 stack=stack,
-                display=STACK_NAMES.get(stack, stack),
+                display=catalog.stack_display(stack),
                 present=bool(parts),
                 release=" + ".join(rel) if rel else None,
                 parts=sorted(parts.values(), key=lambda p: p.product),

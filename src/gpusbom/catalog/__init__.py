@@ -26,7 +26,22 @@ The table is ``products.yaml`` beside this module (package data). One row per pr
       parts: [cuobjdump, ...]     # tools/libraries inside the product a CVE may name
       part_of: ID                 # a row that is a component of another product
       libraries: [libcuda, ...]   # library stems/sonames (binary classifiers, #16)
-      version_sources: [...]      # where collectors read the version (free-form rows)
+      version_sources: [...]      # where collectors read the version (free-form rows;
+                                  # for ``collect: catalog`` rows: soname, package)
+      collect: catalog            # no collector module knows the product: the catalog
+                                  # collector (collectors/catalog_libraries.py) finds its
+                                  # ``libraries`` by file name
+      stack_name: CUDA            # display name of ``stack`` (stack summary)
+      display: cuDNN              # short display name of the ``collector`` products
+
+Display names of the stacks and collector products that no row names are in
+``display.yaml`` beside this module (the stack summary reads both through
+``stack_display`` / ``product_display``).
+
+``$GPUSBOM_CATALOG`` names extra YAML files (``os.pathsep``-separated) whose rows are
+appended to the shipped table: a site's own products, or a test's toy product. A file
+that does not read or a row that does not validate is a configuration error (exit 3)
+naming the file.
 
 Unknown keys are kept in ``Product.extra`` so that other modules (binary classifiers,
 collectors) can add fields without a schema change here.
@@ -49,6 +64,7 @@ Lookups are cached; the table is read once per process.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,7 +73,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import GpusbomError
+from ..errors import ConfigError, GpusbomError
 
 __all__ = [
     "PACKAGE_KEYS",
@@ -71,20 +87,31 @@ __all__ = [
     "get",
     "normalise_name",
     "product_version",
+    "product_display",
     "products",
+    "stack_display",
 ]
+
+#: extra catalog files (``os.pathsep``-separated), appended to the shipped rows
+ENV_EXTRA = "GPUSBOM_CATALOG"
 
 #: row keys that list package names, by gpusbom ecosystem (``Component.ecosystem``)
 PACKAGE_KEYS = ("deb", "rpm", "pypi", "conda", "golang", "generic")
 _LIST_KEYS = (*PACKAGE_KEYS, "cpe", "vendor_strings", "collector", "platforms", "parts",
               "libraries", "version_sources")
-_SCALAR_KEYS = ("id", "vendor", "stack", "name", "scheme", "version_rule", "part_of")
+_SCALAR_KEYS = ("id", "vendor", "stack", "name", "scheme", "version_rule", "part_of",
+                "collect", "stack_name", "display")
+_COLLECT = (None, "catalog")
 _VERSION_RULES = ("as-is", "upstream", "leading-numeric", "none")
 _ID = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
 
 class CatalogError(GpusbomError, ValueError):
     """The catalog table is malformed (a packaging bug: tests load it)."""
+
+
+class CatalogFileError(ConfigError, CatalogError):
+    """An extra catalog file (``$GPUSBOM_CATALOG``) does not read or validate."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,12 +134,22 @@ class Product:
     part_of: str | None = None
     libraries: tuple[str, ...] = ()
     version_sources: tuple[str, ...] = ()
+    collect: str | None = None
+    stack_name: str | None = None
+    display: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def linux(self) -> bool:
         """Whether the product can be found on a Linux target (no ``platforms`` = yes)."""
         return not self.platforms or "linux" in self.platforms
+
+    @property
+    def product_id(self) -> str:
+        """The product id the row's components carry (``properties["product"]``): its
+        first named ``collector`` product, else the row id."""
+        named = [c.rpartition("/")[2] for c in self.collector if c != "*"]
+        return named[0] if named else self.id
 
     def matches(self, ecosystem: str, name: str) -> bool:
         n = normalise_name(ecosystem, name)
@@ -151,6 +188,11 @@ def _row(row: Any, n: int) -> Product:
     rule = row.get("version_rule", "as-is")
     if rule not in _VERSION_RULES:
         raise CatalogError(f"{where}: version_rule must be one of {_VERSION_RULES}")
+    if row.get("collect") not in _COLLECT:
+        raise CatalogError(f"{where}: collect must be 'catalog' when given")
+    for k in ("stack_name", "display"):
+        if row.get(k) is not None and not isinstance(row[k], str):
+            raise CatalogError(f"{where}: {k} must be a string")
     for k in _LIST_KEYS:
         v = row.get(k)
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
@@ -173,17 +215,33 @@ def _row(row: Any, n: int) -> Product:
         part_of=row.get("part_of"),
         libraries=tuple(row.get("libraries") or ()),
         version_sources=tuple(row.get("version_sources") or ()),
+        collect=row.get("collect"),
+        stack_name=row.get("stack_name"),
+        display=row.get("display"),
         extra=extra,
     )
 
 
-def load_text(text: str) -> tuple[Product, ...]:
-    """Rows from YAML text (tests and tools; the shipped table is ``products()``)."""
+def _yaml(text: str) -> Any:
     safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=safe)  # noqa: S506 - a safe loader (libyaml's when present)
+    return yaml.load(text, Loader=safe)  # noqa: S506 - a safe loader (libyaml's when present)
+
+
+def _rows(text: str) -> list[Product]:
+    data = _yaml(text)
     if not isinstance(data, list):
         raise CatalogError("catalog: top level must be a list of rows")
-    rows = tuple(_row(r, i) for i, r in enumerate(data, 1))
+    return [_row(r, i) for i, r in enumerate(data, 1)]
+
+
+def load_text(text: str, *extra: str) -> tuple[Product, ...]:
+    """Rows from YAML text, then the rows of each ``extra`` text (tests and tools; the
+    shipped table is ``products()``)."""
+    rows = tuple(_rows(text) + [r for t in extra for r in _rows(t)])
+    return _check(rows)
+
+
+def _check(rows: tuple[Product, ...]) -> tuple[Product, ...]:
     ids = [r.id for r in rows]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -195,11 +253,73 @@ def load_text(text: str) -> tuple[Product, ...]:
     return rows
 
 
+def _extra_rows() -> list[Product]:
+    out: list[Product] = []
+    for name in (os.environ.get(ENV_EXTRA) or "").split(os.pathsep):
+        if not name.strip():
+            continue
+        try:
+            with open(name, encoding="utf-8") as f:
+                text = f.read()
+            out.extend(_rows(text))
+        except OSError as exc:
+            raise CatalogFileError(f"{ENV_EXTRA} {name}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise CatalogFileError(f"{ENV_EXTRA} {name}: not YAML: {exc}") from None
+        except CatalogError as exc:
+            raise CatalogFileError(f"{ENV_EXTRA} {name}: {exc}") from None
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def products() -> tuple[Product, ...]:
-    """Every row of the shipped table, in file order."""
+    """Every row of the shipped table, in file order, then the rows of the
+    ``$GPUSBOM_CATALOG`` files."""
     text = resources.files(__name__).joinpath("products.yaml").read_text(encoding="utf-8")
-    return load_text(text)
+    extra = _extra_rows()
+    try:
+        return _check(tuple(_rows(text) + extra))
+    except CatalogError as exc:
+        if not extra:
+            raise
+        raise CatalogFileError(f"{ENV_EXTRA}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _display() -> dict[str, dict[str, str]]:
+    text = resources.files(__name__).joinpath("display.yaml").read_text(encoding="utf-8")
+    data = _yaml(text)
+    if not isinstance(data, dict):
+        raise CatalogError("display.yaml: top level must be a mapping")
+    out: dict[str, dict[str, str]] = {"stacks": {}, "products": {}}
+    for key in out:
+        part = data.get(key) or {}
+        if not isinstance(part, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in part.items()):
+            raise CatalogError(f"display.yaml: {key} must map ids to names")
+        out[key].update(part)
+    for r in products():  # a row's own names complete the table (a new product is one row)
+        if r.stack_name:
+            out["stacks"].setdefault(r.stack, r.stack_name)
+        for c in r.collector:
+            if r.display and c != "*":
+                out["products"].setdefault(c.rpartition("/")[2], r.display)
+    return out
+
+
+def stack_display(stack: str) -> str:
+    """``cuda`` -> ``CUDA``; the id itself when no name is known."""
+    return _display()["stacks"].get(stack, stack)
+
+
+def product_display(product: str) -> str:
+    """``cudnn`` -> ``cuDNN``; the id itself when no name is known."""
+    return _display()["products"].get(product, product)
+
+
+def collected() -> tuple[Product, ...]:
+    """Rows the catalog collector finds (``collect: catalog``)."""
+    return tuple(r for r in products() if r.collect == "catalog")
 
 
 @functools.lru_cache(maxsize=1)

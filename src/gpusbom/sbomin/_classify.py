@@ -190,7 +190,7 @@ def classify(ecosystem: str | None, name: str, version: str | None) -> dict[str,
     else:
         hit = None
     if hit is None:
-        return {}
+        return _from_catalog(ecosystem, name, version)
     stack, product = hit
     props = {"stack": stack, "product": product, "classified-by": "package-name"}
     up = upstream(version, ecosystem)
@@ -200,3 +200,20 @@ def classify(ecosystem: str | None, name: str, version: str | None) -> dict[str,
     if up and up != version:
         props["product-version"] = up
     return props
+
+
+def _from_catalog(ecosystem: str, name: str, version: str | None) -> dict[str, str]:
+    """A catalog row that names the package and says which collector product it is
+    (``collector``, not ``*``): its stack and product, its version by the row's
+    ``version_rule``."""
+    from .. import catalog
+
+    for row in catalog.by_package(ecosystem, name):
+        if not any(c != "*" for c in row.collector):
+            continue
+        props = {"stack": row.stack, "product": row.product_id, "classified-by": "package-name"}
+        up = catalog.product_version(row, ecosystem, version)
+        if up and up != version:
+            props["product-version"] = up
+        return props
+    return {}
