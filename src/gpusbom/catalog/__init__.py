@@ -72,6 +72,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
+from packaging.utils import canonicalize_name
 
 from ..errors import ConfigError, GpusbomError
 
@@ -158,10 +159,9 @@ class Product:
 
 def normalise_name(ecosystem: str, name: str) -> str:
     """The form name patterns are matched against: lower case; PyPI/conda canonical."""
-    n = name.strip().lower()
-    if ecosystem in ("pypi",):
-        n = re.sub(r"[-_.]+", "-", n)
-    return n
+    if ecosystem == "pypi":  # PEP 503, the one PyPI normaliser the collectors use too
+        return str(canonicalize_name(name.strip()))
+    return name.strip().lower()
 
 
 def _compile(row: dict[str, Any], key: str, where: str) -> tuple[re.Pattern[str], ...]:

@@ -8,9 +8,9 @@ import importlib
 import pkgutil
 from typing import TypeVar
 
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
-__all__ = ["CollectContext", "Collector", "all_collectors", "register"]
+__all__ = ["VIEW_ERRORS", "CollectContext", "Collector", "all_collectors", "register"]
 
 _REGISTRY: dict[str, type[Collector]] = {}
 _loaded = False

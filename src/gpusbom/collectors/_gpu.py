@@ -25,6 +25,7 @@ from packageurl import PackageURL
 
 from ..fsview.types import EntryKind
 from ..model import Component, ComponentType, Evidence
+from .base import VIEW_ERRORS
 
 NVIDIA = "NVIDIA Corporation"
 
@@ -66,7 +67,7 @@ def is_regular(fs: object, path: str) -> bool:
     """True when ``path`` itself (not following a final symlink) is a regular file."""
     try:
         e = fs.lookup(path, follow=False)  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - a loop is not a file
+    except VIEW_ERRORS:  # a link loop on the way: not a regular file here
         return False
     return e is not None and e.kind in (EntryKind.FILE, EntryKind.HARDLINK)
 

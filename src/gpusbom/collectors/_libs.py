@@ -23,7 +23,7 @@ from packageurl import PackageURL
 
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
-from .base import CollectContext
+from .base import VIEW_ERRORS, CollectContext
 
 __all__ = [
     "LIBRARY_PATHS",
@@ -66,7 +66,8 @@ def _ld_so_conf_dirs(ctx: CollectContext, path: str, depth: int = 0) -> list[str
         if not ctx.fs.is_file(path):
             return out
         text = ctx.fs.read_text(path)
-    except Exception:  # noqa: BLE001 - an unreadable ld.so.conf only narrows the search
+    except VIEW_ERRORS as e:  # an unreadable ld.so.conf only narrows the search: say so
+        ctx.unknown(f"cannot read {path}: {e}", path)
         return out
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
@@ -99,7 +100,7 @@ def library_dirs(ctx: CollectContext) -> list[str]:
     for d in cand:
         try:
             real = ctx.fs.realpath(d)
-        except Exception:  # noqa: BLE001, S112 - a loop in a search dir: skip it
+        except VIEW_ERRORS:  # a link loop as a search dir holds no library: skip it
             continue
         if real in seen or not ctx.fs.is_dir(d):
             continue

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 from packageurl import PackageURL
 
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
+from .base import VIEW_ERRORS
 
 if TYPE_CHECKING:
     from ..fsview.types import ContentRef
@@ -52,17 +53,21 @@ def layer_diff_id(fs: FsView, index: int) -> str | None:
 
 
 def history_snapshots(
-    fs: FsView, path: str, parse: Callable[[ContentRef], T]
+    fs: FsView, path: str, parse: Callable[[ContentRef], T],
+    unknown: Callable[[str, str], None] | None = None,
 ) -> list[tuple[str | None, T | None]]:
     """Every layer's version of ``path`` (oldest first) as ``(diff_id, parse(content))``.
 
     A version whose content was not captured or does not parse gives None, so
-    attribution stops there rather than guessing.
+    attribution stops there rather than guessing; ``unknown(reason, path)`` (the
+    collector's ``ctx.unknown``) hears why.
     """
     try:
         real = fs.realpath(path)
         hist = fs.history(real)
-    except Exception:  # noqa: BLE001 - attribution is best effort
+    except VIEW_ERRORS as e:
+        if unknown is not None:
+            unknown(f"layer attribution: {e}", path)
         return []
     out: list[tuple[str | None, T | None]] = []
     for entry in hist:
@@ -70,7 +75,9 @@ def history_snapshots(
         if entry.content is not None:
             try:
                 data = parse(entry.content)
-            except Exception:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - the package-database parsers raise their formats' own errors
+                if unknown is not None:
+                    unknown(f"layer attribution: an earlier version does not read: {e}", path)
                 data = None
         out.append((layer_diff_id(fs, entry.layer), data))
     return out

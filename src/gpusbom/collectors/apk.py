@@ -172,7 +172,7 @@ class ApkCollector(Collector):
         for p in problems:
             ctx.unknown(f"apk database: {p}", INSTALLED)
         osr = ctx.target.os_release or {}
-        snaps = history_snapshots(fs, INSTALLED, _snapshot)
+        snaps = history_snapshots(fs, INSTALLED, _snapshot, ctx.unknown)
         intro = attribute_layers(snaps, {p.name: p.version for p in pkgs})
         final_layer = fs.layer_of(INSTALLED)
         deps = resolve_depends(pkgs)

@@ -15,8 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from ..errors import SourceError, ViewError
 from ..fsview.types import EntryKind
 from ..model import Component, Evidence, Target, Unknown
+
+#: what a file view raises for a path it cannot give: absent or not a file (OSError), content
+#: not captured (ViewError), a link loop or hostile link (SourceError: UnsafeArchiveError)
+VIEW_ERRORS: tuple[type[Exception], ...] = (OSError, ViewError, SourceError)
 
 _SYMLINK = EntryKind.SYMLINK
 
@@ -63,7 +68,7 @@ class OwnershipIndex:
     def _realpath(self, head: str) -> str:
         try:
             real = self._fs.realpath(head or "/")
-        except Exception:  # noqa: BLE001 - a loop elsewhere must not break ownership
+        except VIEW_ERRORS:  # a link loop above a file: its own path still keys it
             real = head
         return real.rstrip("/") or ""
 

@@ -60,7 +60,7 @@ from ._gpu import (
     parse_soname,
     version_from_code,
 )
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 from .python import parse_core_metadata
 
 __all__ = ["SONAME_PRODUCTS", "WHEEL_PRODUCTS", "CudaCollector", "header_versions", "wheel_product"]
@@ -497,8 +497,9 @@ class CudaCollector(Collector):
                 rel = line.split(",", 1)[0].strip()
                 if rel and not rel.startswith("..") and ".dist-info/" not in rel:
                     files.append(site + "/" + rel)
-        except Exception:  # noqa: BLE001, S110 - RECORD is optional
-            pass
+        except VIEW_ERRORS as e:  # RECORD is optional: absent is normal, unreadable is not
+            if fs.exists(dist_dir + "/RECORD"):
+                ctx.unknown(f"cannot read RECORD: {e}", dist_dir + "/RECORD")
         libs = []
         for f in files:
             so = parse_soname(f)
@@ -550,7 +551,7 @@ class CudaCollector(Collector):
         for p in fs.glob("/usr/local/cuda*"):
             try:
                 real = fs.realpath(p)
-            except Exception:  # noqa: BLE001, S112 - a link loop is no toolkit root
+            except VIEW_ERRORS:  # a link loop is no toolkit root
                 continue
             if _TOOLKIT_ROOT_RX.match(real) and fs.is_dir(real) and real not in roots:
                 roots.append(real)
@@ -609,7 +610,8 @@ class CudaCollector(Collector):
             if fs.is_file(txt):
                 try:
                     m = _VERSION_TXT_RX.search(fs.read_text(txt))
-                except Exception:  # noqa: BLE001
+                except VIEW_ERRORS as e:
+                    ctx.unknown(f"cannot read version.txt: {e}", txt)
                     m = None
                 if m:
                     obs.add(
@@ -671,7 +673,7 @@ class CudaCollector(Collector):
         target: str | None = None
         try:
             link = ctx.fs.realpath("/usr/local/cuda")
-        except Exception:  # noqa: BLE001
+        except VIEW_ERRORS:  # /usr/local/cuda loops: no root is the linked one
             link = ""
         if link in roots:
             target = link

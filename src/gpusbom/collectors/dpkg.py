@@ -29,7 +29,7 @@ from ..fsview.view import NotCapturedError
 from ..model import Component
 from . import register
 from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 if TYPE_CHECKING:
     from ..fsview.view import FsView
@@ -320,7 +320,7 @@ class DpkgCollector(Collector):
                     with c.open() as f:
                         return installed_versions(f)
 
-                snaps = history_snapshots(fs, STATUS, versions_of)
+                snaps = history_snapshots(fs, STATUS, versions_of, ctx.unknown)
                 intro = attribute_layers(snaps, final_versions)
                 final_layer = fs.layer_of(STATUS)
                 for pkg in pkgs:
@@ -424,7 +424,8 @@ class DpkgCollector(Collector):
         try:
             if ctx.fs.exists(path):
                 lics = parse_copyright_licenses(ctx.fs.read_text(path))
-        except Exception:  # noqa: BLE001 - licenses are optional; not captured / unreadable
+        except VIEW_ERRORS as e:
+            ctx.unknown(f"licenses of {name}: {e}", path)
             lics = []
         cache[name] = lics
         return list(lics)

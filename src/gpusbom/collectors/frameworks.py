@@ -39,7 +39,7 @@ from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from ..safetext import loads_json
 from . import register
 from ._libs import LIBRARY_PATHS, generic_purl
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 from .triton import dist_info_name, py_string_assign
 
 __all__ = [
@@ -153,6 +153,10 @@ def tensorflow_build_info(text: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the collector
+
+#: the stack each distribution handler reports
+_HANDLER_STACKS = {"_torch": "pytorch", "_jax": "jax", "_cupy": "cupy", "_tensorflow": "tensorflow",
+                   "_onnxruntime": "onnxruntime", "_vllm": "vllm"}
 
 _CPE = {
     "torch": "cpe:2.3:a:linuxfoundation:pytorch:{v}:*:*:*:*:*:*:*",
@@ -284,6 +288,16 @@ class FrameworksCollector(Collector):
         if dist == "vllm":
             return self._vllm
         return None
+
+    def stack_of(self, dist: str) -> tuple[str, str] | None:
+        """(stack, product) a distribution (canonical PyPI name) is a build of, as this
+        collector reports it (``torch`` -> pytorch/torch, ``jax-cuda12-plugin`` ->
+        jax/jax-cuda12-plugin); None when it is none of the frameworks."""
+        handler = self._handler(dist)
+        if handler is None:
+            return None
+        stack = _HANDLER_STACKS[handler.__name__]
+        return (stack, {"pytorch": "torch", "jax": dist}.get(stack, stack))
 
     @staticmethod
     def _component(f: _Found) -> Component:
@@ -561,7 +575,7 @@ class FrameworksCollector(Collector):
             )
         try:
             text_meta = ctx.fs.read_text(meta)
-        except Exception:  # noqa: BLE001 - the python collector reports unreadable metadata
+        except VIEW_ERRORS:  # the python collector reports unreadable metadata (one unknown)
             text_meta = ""
         if text_meta:
             for line in text_meta.splitlines():

@@ -36,7 +36,7 @@ from ._amd_intel import (
     real_files,
     soname_version,
 )
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["IntelGpuCollector"]
 
@@ -108,7 +108,8 @@ class IntelGpuCollector(Collector):
         for key, (icd, line) in sorted(icds.items()):
             try:
                 real = ctx.fs.realpath(key) if key.startswith("/") else None
-            except Exception:  # noqa: BLE001 - a loop in an ICD target is not ours to report
+            except VIEW_ERRORS as e:  # a loop in an ICD target: that ICD names no file
+                ctx.unknown(f"OpenCL ICD target {key}: {e}", key)
                 real = None
             if real == path or (not key.startswith("/") and key == name):
                 evidence.append(

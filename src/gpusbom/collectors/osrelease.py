@@ -21,7 +21,7 @@ from . import register
 
 # re-exported for compatibility: they moved to _pkgdb (the package-database catalogers' helpers)
 from ._pkgdb import attribute_layers, distro_qualifier
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 if TYPE_CHECKING:
     from ..fsview.view import FsView
@@ -108,7 +108,7 @@ def find_os_release(fs: FsView) -> tuple[str, dict[str, str]] | None:
             if not fs.exists(path):
                 continue
             text = fs.read_text(path)
-        except Exception:  # noqa: BLE001, S112 - absent, not captured, link loop: try the next
+        except VIEW_ERRORS:  # not captured or a link loop: the next candidate may read
             continue
         data = parse_os_release(text)
         if data:

@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = [
     "PyDistribution",
@@ -285,6 +285,7 @@ class PythonCollector(Collector):
             if not ctx.fs.exists(path):
                 return None
             first = ctx.fs.read_text(path).strip().splitlines()
-        except Exception:  # noqa: BLE001 - optional
+        except VIEW_ERRORS as e:
+            ctx.unknown(f"cannot read INSTALLER: {e}", path)
             return None
         return first[0].strip()[:100] or None if first else None

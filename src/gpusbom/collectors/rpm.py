@@ -451,7 +451,7 @@ class RpmCollector(Collector):
             return []
         for p in problems:
             ctx.unknown(f"{what}: {p}", path)
-        snaps = history_snapshots(fs, path, _bdb_snapshot if bdb else _snapshot)
+        snaps = history_snapshots(fs, path, _bdb_snapshot if bdb else _snapshot, ctx.unknown)
         intro = attribute_layers(snaps, {p.key: p.evr for p in pkgs})
         final_layer = fs.layer_of(path)
         deps = resolve_requires(pkgs)

@@ -32,7 +32,7 @@ from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
 from ._libs import generic_purl, scan_bytes
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["TRITON_DISTRIBUTIONS", "TritonCollector", "dist_info_name", "py_string_assign"]
 
@@ -161,7 +161,8 @@ class TritonCollector(Collector):
         if fs.is_file(cuda_h):
             try:
                 code = _define_int(fs.read_text(cuda_h), "CUDA_VERSION")
-            except Exception:  # noqa: BLE001 - optional detail
+            except VIEW_ERRORS as e:
+                ctx.unknown(f"bundled CUDA header: {e}", cuda_h)
                 code = None
             if code:
                 props["triton:bundled-header:cuda"] = f"{code // 1000}.{code % 1000 // 10}"
@@ -173,7 +174,8 @@ class TritonCollector(Collector):
             try:
                 text = fs.read_text(hip_h)
                 parts = [_define_int(text, f"HIP_VERSION_{k}") for k in ("MAJOR", "MINOR", "PATCH")]
-            except Exception:  # noqa: BLE001
+            except VIEW_ERRORS as e:
+                ctx.unknown(f"bundled HIP header: {e}", hip_h)
                 parts = [None]
             if all(p is not None for p in parts):
                 hv = ".".join(str(p) for p in parts)

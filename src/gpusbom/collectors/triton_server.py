@@ -18,7 +18,7 @@ from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
 from ._gpu import Observations
-from .base import CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["TritonServerCollector"]
 
@@ -106,7 +106,8 @@ class TritonServerCollector(Collector):
                 backends = [
                     b for b in fs.listdir(ROOT + "/backends") if fs.is_dir(f"{ROOT}/backends/{b}")
                 ]
-            except Exception:  # noqa: BLE001
+            except VIEW_ERRORS as e:
+                ctx.unknown(f"cannot list the backends: {e}", ROOT + "/backends")
                 backends = []
             if backends:
                 o.properties["backends"] = ", ".join(sorted(backends))

@@ -112,15 +112,7 @@ def _pypi(name: str) -> tuple[str, str] | None:
         return ("triton", "triton")
     if dist in ONEAPI_WHEELS:
         return ("oneapi", ONEAPI_WHEELS[dist])
-    handler = FrameworksCollector()._handler(dist)
-    if handler is None:
-        return None
-    stack = {"_torch": "pytorch", "_jax": "jax", "_cupy": "cupy", "_tensorflow": "tensorflow",
-             "_onnxruntime": "onnxruntime", "_vllm": "vllm"}.get(handler.__name__)
-    if stack is None:
-        return None
-    product = {"pytorch": "torch", "jax": dist}.get(stack, stack)
-    return (stack, product)
+    return FrameworksCollector().stack_of(dist)
 
 
 def _conda(name: str) -> tuple[str, str] | None:
