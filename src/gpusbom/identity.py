@@ -182,17 +182,6 @@ def target_identity(t: Target) -> TargetIdentity:
 
 # ------------------------------------------------------------------ component CPEs
 
-_CPE_SPECIAL = re.compile(r"([^A-Za-z0-9_.\-])")
-
-
-def cpe23(part: str, vendor_product: str, version: str) -> str:
-    """``cpe:2.3:a:nvidia:cuda_toolkit:12.4.1:*:*:*:*:*:*:*``; characters CPE 2.3 formatted
-    strings reserve are quoted (``oneapi_dpc\\+\\+\\/c\\+\\+_compiler``)."""
-    vendor, _, product = vendor_product.partition(":")
-    esc = [_CPE_SPECIAL.sub(r"\\\1", x) for x in (vendor, product, version)]
-    return f"cpe:2.3:{part}:{esc[0]}:{esc[1]}:{esc[2]}:*:*:*:*:*:*:*"
-
-
 def product_rows(c: Component) -> list[Any]:
     """The catalog rows of the GPU products a component provides (the products fusion
     gave it, else its collector's stack/product). Package-name matches are left out on
@@ -229,7 +218,7 @@ def fill_product_cpes(components: list[Component]) -> None:
             version = catalog.product_version(row, c.ecosystem, c.version)
             if not version:
                 continue
-            c.cpe = cpe23("a", row.cpe[0], version)
+            c.cpe = catalog.cpe23(row.cpe[0], version)
             if row.extra.get("cpe_guessed"):
                 c.properties["cpe:guessed"] = "true"
             break

@@ -289,10 +289,11 @@ def test_host_root_in_cyclonedx_and_spdx() -> None:
 
 
 def test_product_cpes_from_the_catalog() -> None:
-    from gpusbom.identity import cpe23, fill_product_cpes
+    from gpusbom.catalog import cpe23
+    from gpusbom.identity import fill_product_cpes
     from gpusbom.model import Product
 
-    assert cpe23("a", "intel:oneapi_dpc++/c++_compiler", "2024.1") == (
+    assert cpe23("intel:oneapi_dpc++/c++_compiler", "2024.1") == (
         "cpe:2.3:a:intel:oneapi_dpc\\+\\+\\/c\\+\\+_compiler:2024.1:*:*:*:*:*:*:*")
     toolkit = Component(name="cuda-toolkit-12-4", version="12.4.1-1", ecosystem="deb",
                         purl="pkg:deb/ubuntu/cuda-toolkit-12-4@12.4.1-1",

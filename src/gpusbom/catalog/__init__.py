@@ -85,6 +85,7 @@ __all__ = [
     "by_package",
     "by_purl",
     "by_vendor_string",
+    "cpe23",
     "get",
     "normalise_name",
     "product_version",
@@ -374,6 +375,19 @@ def by_purl(purl: str | None) -> tuple[Product, ...]:
         hits = by_package("generic", f"{p.namespace}/{p.name}") if p.namespace else ()
         return hits or by_package("generic", p.name)
     return by_package(eco, p.name)
+
+
+_CPE_SPECIAL = re.compile(r"([^A-Za-z0-9_.\-])")
+
+
+def cpe23(vendor_product: str, version: str | None, part: str = "a") -> str:
+    """The one CPE builder: ``nvidia:cuda_toolkit`` + ``12.4.1`` ->
+    ``cpe:2.3:a:nvidia:cuda_toolkit:12.4.1:*:*:*:*:*:*:*``. Characters CPE 2.3 formatted
+    strings reserve are quoted (``oneapi_dpc\\+\\+\\/c\\+\\+_compiler``); no version
+    is ``*`` (ANY)."""
+    vendor, _, product = vendor_product.partition(":")
+    esc = [_CPE_SPECIAL.sub(r"\\\1", x) for x in (vendor, product, version or "")]
+    return f"cpe:2.3:{part}:{esc[0]}:{esc[1]}:{esc[2] or '*'}:*:*:*:*:*:*:*"
 
 
 def _cpe_key(cpe: str) -> str | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from packageurl import PackageURL
 
+from .. import catalog
 from ..fsview.types import EntryKind
 from ..model import Component, ComponentType, Evidence
 from .base import VIEW_ERRORS
@@ -125,11 +126,6 @@ def is_bundled(path: str) -> bool:
 
 def generic_purl(vendor: str, product: str, version: str | None) -> str:
     return PackageURL(type="generic", namespace=vendor, name=product, version=version).to_string()
-
-
-def cpe(vendor: str, product: str, version: str | None) -> str:
-    v = (version or "*").replace(":", "\\:")
-    return f"cpe:2.3:a:{vendor}:{product}:{v}:*:*:*:*:*:*:*"
 
 
 def major_minor(version: str | None) -> str | None:
@@ -287,7 +283,7 @@ class Observations:
                     version=version,
                     type=o.type,
                     purl=generic_purl(self.vendor, name, version),
-                    cpe=cpe(self.vendor, cpe_product, version) if cpe_product else None,
+                    cpe=catalog.cpe23(f"{self.vendor}:{cpe_product}", version) if cpe_product else None,
                     supplier=self.supplier,
                     properties=props,
                     evidence=list(o.evidence),

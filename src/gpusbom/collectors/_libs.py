@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from packageurl import PackageURL
 
+from .. import catalog
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from .base import VIEW_ERRORS, CollectContext
@@ -198,7 +199,7 @@ class IcdDriver:
     soname_is_version: bool = False
     #: regex on the library bytes giving the product version
     embedded: re.Pattern[bytes] | None = None
-    cpe: str | None = None  # cpe template with {v}
+    cpe: str | None = None  # CPE vendor:product (catalog.cpe23 adds the version)
     #: the driver's own name when the product is a suite shipping several (Mesa)
     driver: str | None = None
 
@@ -285,7 +286,7 @@ def icd_component(
         version=version,
         type=ComponentType.LIBRARY,
         purl=generic_purl(drv.vendor, drv.product, version),
-        cpe=drv.cpe.format(v=version) if drv.cpe and version else None,
+        cpe=catalog.cpe23(drv.cpe, version) if drv.cpe and version else None,
         supplier=drv.supplier,
         properties=props,
         evidence=evidence,

@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import catalog
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from ..safetext import loads_json
@@ -159,9 +160,9 @@ _HANDLER_STACKS = {"_torch": "pytorch", "_jax": "jax", "_cupy": "cupy", "_tensor
                    "_onnxruntime": "onnxruntime", "_vllm": "vllm"}
 
 _CPE = {
-    "torch": "cpe:2.3:a:linuxfoundation:pytorch:{v}:*:*:*:*:*:*:*",
-    "tensorflow": "cpe:2.3:a:google:tensorflow:{v}:*:*:*:*:*:*:*",
-    "vllm": "cpe:2.3:a:vllm:vllm:{v}:*:*:*:*:*:*:*",
+    "torch": "linuxfoundation:pytorch",
+    "tensorflow": "google:tensorflow",
+    "vllm": "vllm:vllm",
 }
 _VENDOR = {
     "pytorch": ("pytorch", "PyTorch Foundation"),
@@ -310,7 +311,7 @@ class FrameworksCollector(Collector):
             version=f.version,
             type=ComponentType.FRAMEWORK,
             purl=generic_purl(vendor, f.name, f.version),
-            cpe=cpe.format(v=base) if cpe and base else None,
+            cpe=catalog.cpe23(cpe, base) if cpe and base else None,
             supplier=supplier,
             properties=props,
             evidence=f.evidence,

@@ -74,7 +74,7 @@ _DRIVERS: dict[str, _Driver] = {
         "pocl",
         "PoCL project",
         embedded=_POCL_RX,
-        cpe="cpe:2.3:a:pocl:pocl:{v}:*:*:*:*:*:*:*",
+        cpe="pocl:pocl",
     ),
     "libnvidia-opencl": _Driver("nvidia-opencl", "nvidia", "NVIDIA Corporation", True),
     "libigdrcl": _Driver("intel-opencl", "intel", "Intel Corporation"),
@@ -84,10 +84,10 @@ _DRIVERS: dict[str, _Driver] = {
     "libamdocl64": _Driver("rocm-opencl", "amd", "Advanced Micro Devices, Inc."),
     "libamdocl-orca64": _Driver("amd-orca-opencl", "amd", "Advanced Micro Devices, Inc."),
     "libMesaOpenCL": _Driver(
-        "mesa", "mesa", "Mesa", cpe="cpe:2.3:a:mesa3d:mesa:{v}:*:*:*:*:*:*:*", driver="clover"
+        "mesa", "mesa", "Mesa", cpe="mesa3d:mesa", driver="clover"
     ),
     "libRusticlOpenCL": _Driver(
-        "mesa", "mesa", "Mesa", cpe="cpe:2.3:a:mesa3d:mesa:{v}:*:*:*:*:*:*:*", driver="rusticl"
+        "mesa", "mesa", "Mesa", cpe="mesa3d:mesa", driver="rusticl"
     ),
 }
 _LOADER = "libOpenCL.so.1"

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .. import catalog
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
@@ -153,11 +154,10 @@ def os_identity(os_id: str, version: str | None, cpe_name: str | None) -> tuple[
     if vp is None:
         return purl, None
     # RHEL-like CPEs carry the major release only (NVD: enterprise_linux:9)
-    v = version or "*"
+    v = version
     if os_id in ("rhel", "centos", "almalinux", "rocky", "ol") and version:
         v = version.split(".", 1)[0]
-    v = v.replace(":", "\\:")
-    return purl, f"cpe:2.3:o:{vp}:{v}:*:*:*:*:*:*:*"
+    return purl, catalog.cpe23(vp, v, part="o")
 
 
 @register

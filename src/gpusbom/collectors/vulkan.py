@@ -58,7 +58,7 @@ ICD_DIRS = (
 _MANIFEST_MAX = 1024 * 1024
 _LIB_CONTENT = 128 * 1024 * 1024
 _MESA_RX = re.compile(rb"Mesa (\d+\.\d+\.\d+(?:-(?:devel|rc\d+))?)")
-_MESA_CPE = "cpe:2.3:a:mesa3d:mesa:{v}:*:*:*:*:*:*:*"
+_MESA_CPE = "mesa3d:mesa"
 _NV = ("nvidia", "NVIDIA Corporation")
 _MESA = ("mesa", "Mesa")
 
