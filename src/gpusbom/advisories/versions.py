@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,3 +236,37 @@ class Range:
         if self.fixed is not None and not k < parse(self.scheme, self.fixed):
             return False
         return not (self.last_affected is not None and parse(self.scheme, self.last_affected) < k)
+
+
+# ------------------------------------------------------------------ comparison clauses
+# One implementation of ``OP VERSION`` clauses (policy ``versions:``, inventory queries):
+# how a clause reads and when a version satisfies all of them, in the schemes above.
+
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([^\s,<>=!]+)\s*$")
+_HOLDS: dict[str, Callable[[bool, bool], bool]] = {
+    "<": lambda lt, gt: lt, "<=": lambda lt, gt: not gt, ">": lambda lt, gt: gt,
+    ">=": lambda lt, gt: not lt, "==": lambda lt, gt: not lt and not gt,
+    "!=": lambda lt, gt: lt or gt,
+}
+
+
+def read_clause(text: str) -> tuple[str | None, str] | None:
+    """``">= 2.6"`` -> (">=", "2.6"); ``"9.1"`` -> (None, "9.1"); ``"=9.1"`` -> ("=",
+    "9.1"); None when it is no clause. Callers decide what a bare or ``=`` clause means."""
+    m = _CLAUSE.match(text)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def satisfies(version: str, clauses: Iterable[tuple[str, str]],
+              schemes: Iterable[str]) -> bool | None:
+    """Whether ``version`` meets every ``(op, bound)`` (ops ``< <= > >= == !=``) in the first
+    scheme that parses the version and every bound; None when no scheme does."""
+    cl = tuple(clauses)
+    for s in schemes:
+        try:
+            key = parse(s, version)
+            bounds = [parse(s, v) for _, v in cl]
+        except InvalidVersion:
+            continue
+        return all(_HOLDS[op](key < b, b < key) for (op, _), b in zip(cl, bounds, strict=True))
+    return None

@@ -2,19 +2,19 @@
 
 Versions are compared with the advisory version schemes (``advisories/versions.py``): a
 package's own scheme (deb, rpm, pep440 for PyPI) for its package version, and the dotted
-numeric ``generic`` scheme (PEP 440 as a fallback) for a GPU product's version.
+numeric ``generic`` scheme (PEP 440 as a fallback) for a GPU product's version. Clauses
+are read and evaluated by ``advisories.versions.read_clause`` / ``satisfies`` (shared with
+policy ranges); a bare version here means ``==``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..advisories.versions import SCHEMES, InvalidVersion, parse
+from ..advisories.versions import SCHEMES, read_clause, satisfies
 from ..errors import UsageError
 
 _OPS = ("<=", ">=", "==", "!=", "<", ">", "=")
-_RX = re.compile(r"^\s*(<=|>=|==|!=|<|>|=)?\s*([^\s<>=!,]+)\s*$")
 
 ECOSYSTEM_SCHEMES = {"deb": "deb", "rpm": "rpm", "pypi": "pep440", "apk": "generic"}
 
@@ -23,14 +23,6 @@ ECOSYSTEM_SCHEMES = {"deb": "deb", "rpm": "rpm", "pypi": "pep440", "apk": "gener
 class Constraint:
     op: str
     version: str
-
-    def holds(self, key: object, bound: object) -> bool:
-        lt = key < bound  # type: ignore[operator]
-        gt = bound < key  # type: ignore[operator]
-        return bool({
-            "<": lt, "<=": not gt, ">": gt, ">=": not lt, "==": not lt and not gt,
-            "!=": lt or gt,
-        }[self.op])
 
 
 @dataclass(frozen=True)
@@ -55,14 +47,8 @@ class QueryRange:
         that applies (the caller reports such rows as not comparable)."""
         if version is None:
             return None
-        for scheme in self.schemes_for(ecosystem, via_product):
-            try:
-                key = parse(scheme, version)
-                bounds = [parse(scheme, c.version) for c in self.constraints]
-            except InvalidVersion:
-                continue
-            return all(c.holds(key, b) for c, b in zip(self.constraints, bounds, strict=False))
-        return None
+        return satisfies(version, ((c.op, c.version) for c in self.constraints),
+                         self.schemes_for(ecosystem, via_product))
 
 
 def parse_range(text: str, scheme: str | None = None) -> QueryRange:
@@ -74,10 +60,10 @@ def parse_range(text: str, scheme: str | None = None) -> QueryRange:
         raise UsageError(f"version range {text!r}: empty")
     out: list[Constraint] = []
     for p in parts:
-        m = _RX.match(p)
-        if not m:
+        m = read_clause(p)
+        if m is None:
             raise UsageError(f"version range {text!r}: cannot read {p.strip()!r} "
                              f"(use {', '.join(o for o in _OPS if o != '=')} and commas)")
-        op = m.group(1) or "=="
-        out.append(Constraint("==" if op == "=" else op, m.group(2)))
+        op = m[0] or "=="
+        out.append(Constraint("==" if op == "=" else op, m[1]))
     return QueryRange(text.strip(), tuple(out), scheme)

@@ -6,20 +6,21 @@ version schemes (``gpusbom.advisories.versions``), so a policy and an advisory a
 order: the entry's ``scheme`` when given, else the component's ecosystem scheme (pypi:
 pep440, deb: deb, rpm: rpm) and then ``generic`` (dotted numeric / semver-like) and
 ``pep440``. A bound that parses in none of them is a configuration error.
+
+Clauses are read and evaluated by ``advisories.versions.read_clause`` / ``satisfies``, the
+one implementation inventory queries (``inventory/ranges.py``) use too.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..advisories.versions import InvalidVersion, parse
+from ..advisories.versions import InvalidVersion, parse, read_clause, satisfies
 from ..errors import GpusbomError
 
 __all__ = ["RangeError", "PolicyRange", "check_version", "compare", "scheme_for"]
 
-_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([^\s,<>=!]+)\s*$")
 _FALLBACK = ("generic", "pep440")
 _ECOSYSTEM_SCHEME = {"pypi": "pep440", "deb": "deb", "rpm": "rpm", "conda": "pep440"}
 
@@ -67,12 +68,6 @@ def _candidates(scheme: str | None, hint: str | None) -> list[str]:
     return list(dict.fromkeys(s for s in (hint, *_FALLBACK) if s))
 
 
-_OPS = {
-    ">=": lambda c: c >= 0, ">": lambda c: c > 0, "<=": lambda c: c <= 0,
-    "<": lambda c: c < 0, "==": lambda c: c == 0, "!=": lambda c: c != 0,
-}
-
-
 @dataclass(frozen=True)
 class PolicyRange:
     text: str
@@ -83,27 +78,21 @@ class PolicyRange:
     def parse(cls, text: str, scheme: str | None = None) -> PolicyRange:
         clauses = []
         for part in text.split(","):
-            m = _CLAUSE.match(part)
-            if not m:
+            c = read_clause(part)
+            if c is None or c[0] in (None, "="):
                 raise RangeError(f"clause {part.strip()!r} is not OP VERSION "
                                  "(OP: >=, >, <=, <, ==, !=)")
-            check_version(m.group(2), scheme)
-            clauses.append((m.group(1), m.group(2)))
+            check_version(c[1], scheme)
+            clauses.append((c[0], c[1]))
         return cls(text, tuple(clauses), scheme)
 
     def contains(self, version: str, *, hint: str | None = None) -> bool:
         """Whether ``version`` satisfies every clause; ``RangeError`` when it cannot be
         compared in any scheme the bounds parse in."""
-        for s in _candidates(self.scheme, hint):
-            keys = _keys(s, [version, *(v for _, v in self.clauses)])
-            if keys is None:
-                continue
-            k, bounds = keys[0], keys[1:]
-            return all(
-                _OPS[op](-1 if k < b else (1 if b < k else 0))
-                for (op, _), b in zip(self.clauses, bounds, strict=False)
-            )
-        raise RangeError(f"{version!r} cannot be compared with {self.text!r}")
+        ok = satisfies(version, self.clauses, _candidates(self.scheme, hint))
+        if ok is None:
+            raise RangeError(f"{version!r} cannot be compared with {self.text!r}")
+        return ok
 
     def __str__(self) -> str:
         return self.text
