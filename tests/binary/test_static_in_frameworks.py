@@ -142,3 +142,34 @@ def test_cublas_and_cublaslt_apart(tmp_path: Path) -> None:
     assert blas["properties"]["version-method"] == "sibling"  # type: ignore[index]
     assert blas["properties"]["version-from"] == "cublaslt"  # type: ignore[index]
     assert {e["path"] for e in blas["evidence"]} == {"/opt/blas/lib/libcublas.so.12"}  # type: ignore[union-attr]
+
+
+def test_sparse_capture_is_bounded_and_fails_cleanly(tmp_path: Path) -> None:
+    """The 749 MB libcublasLt.so.12 through the cublaslt-getter row: only the head and the
+    section header table stay referenced; with a head that ends before the getter (at
+    16 MB), the decode finds nothing and says why (the holes read as the end of the file),
+    never a made-up version."""
+    import dataclasses
+
+    row = _row("cublaslt-getter")
+    with zipfile.ZipFile(_fetch(row)) as z:
+        data = z.read(row.source.member)
+
+    def feed(r: Row) -> tuple[ClassifierScanner, dict[str, object] | None]:
+        sc = ClassifierScanner((r,), r.capture)
+        kept = 0
+        for i in range(0, len(data), 4 << 20):
+            sc.feed(data[i : i + (4 << 20)])
+            kept = max(kept, sum(len(c) for _, c in sc._chunks or ()))
+        assert kept <= r.head + 2 * (4 << 20)  # the head, plus the chunk of the table
+        return sc, sc.close()
+
+    _, analysis = feed(row)
+    [h] = hits(analysis, "/opt/lib/libcublasLt.so.12")
+    assert h.version == "12.9.3"
+    short = dataclasses.replace(row, head=8 << 20, capture=8 << 20)
+    _, analysis = feed(short)
+    assert hits(analysis, "/opt/lib/libcublasLt.so.12") == []
+    assert analysis is not None
+    [rec] = [v["getters"]["cublaslt-getter"] for v in analysis.values()]  # type: ignore[index]
+    assert rec.get("error") or rec.get("candidates") == []
