@@ -7,7 +7,8 @@ host are the first one replicated in SQL, a month apart); --images image scans a
 renamed copies of the nvidia-wheels fixture image's scan (fixtures/build.py), so the
 matrix and image pages have real GPU code to judge. Scans are stored with the store's own
 row builder (``normalize.rows``) in batches of 200 scans per transaction: the same rows
-``Store.ingest`` writes, without its one-transaction-per-scan cost.
+``Store.ingest`` writes, without its one-transaction-per-scan cost (the ``latest`` table
+ingest keeps scan by scan is rebuilt once at the end, ``Store.rebuild_latest``).
 
 The server is the real CLI (``gpusbom inventory serve``) in a child process; each page is
 requested once cold (first request: caches empty), then --runs times; the server time is
@@ -15,6 +16,7 @@ the ``Server-Timing`` header it sets (the time from request to response start), 
 time includes HTTP on localhost.
 
     .venv/bin/python benchmarks/dashboard.py [--hosts 2000 --per-host 5 --images 40]
+    .venv/bin/python benchmarks/dashboard.py --db postgresql://...   # an inventory as it is
 """
 
 from __future__ import annotations
@@ -39,8 +41,7 @@ TARGET_MS = 300.0
 
 
 def bulk_load(url: str, scans: Any, batch: int = 200) -> int:
-    from gpusbom.inventory import Store
-    from gpusbom.inventory import normalize
+    from gpusbom.inventory import Store, normalize
     from gpusbom.inventory.store import _INSERT_ORDER, _TABLES
 
     n = 0
@@ -71,6 +72,7 @@ def bulk_load(url: str, scans: Any, batch: int = 200) -> int:
                 flush()
                 print(f"  {n} scans stored", file=sys.stderr, flush=True)
         flush()
+        store.rebuild_latest()
     return n
 
 
@@ -104,6 +106,8 @@ def replicate(url: str, rounds: int) -> int:
                   "reason, error_name, max_abs_error, seconds",
         "findings": "scan_id, idx, rule_id, kind, severity, title, status, advisory, "
                     "component_ref, installed_version, fixed_version",
+        "finding_counts": "scan_id, severity, n",
+        "affected_advisories": "scan_id, advisory",
     }
     scan_cols = ("kind, subject, reference, name, digest, hostname, platform, labels, "
                  "ingested_at, tool_name, tool_version, advisory_db, components, stack_text")
@@ -111,19 +115,23 @@ def replicate(url: str, rounds: int) -> int:
         base = conn.exec_driver_sql("SELECT count(*) FROM scans WHERE kind = 'host'").scalar()
         for r in range(1, rounds + 1):
             month = f"{1 + r:02d}"
-            conn.exec_driver_sql((
+            conn.exec_driver_sql(
                 f"INSERT INTO scans (id, ts, {scan_cols}) SELECT "
                 f"{new_id.format(r=r).replace('scan_id', 'id')}, "
                 f"replace(ts, '2026-01-', '2026-{month}-'), {scan_cols} "
-                "FROM scans WHERE kind = 'host' AND ts < '2026-02'"))
+                "FROM scans WHERE kind = 'host' AND ts < '2026-02'")
             for table, c in cols.items():
                 rest = c.split(", ", 1)[1]
-                conn.exec_driver_sql((
+                conn.exec_driver_sql(
                     f"INSERT INTO {table} ({c}) SELECT {new_id.format(r=r)}, {rest} "
                     f"FROM {table} WHERE scan_id IN (SELECT id FROM scans WHERE kind = 'host' "
-                    "AND ts < '2026-02')"))
+                    "AND ts < '2026-02')")
             print(f"  round {r}: {base} more host scans", file=sys.stderr, flush=True)
     eng.dispose()
+    from gpusbom.inventory import Store
+
+    with Store(url) as store:
+        store.rebuild_latest()
     return int(base or 0) * rounds
 
 
@@ -155,7 +163,7 @@ def timed(base: str, path: str, runs: int) -> dict[str, float]:
     cold, _ = one()
     got = [one() for _ in range(runs)]
     return {"cold_ms": cold, "median_ms": statistics.median(s for s, _ in got),
-            "max_ms": max(s for s, _ in got),
+            "min_ms": min(s for s, _ in got), "max_ms": max(s for s, _ in got),
             "client_median_ms": statistics.median(w for _, w in got)}
 
 
@@ -167,27 +175,42 @@ def main() -> int:
     ap.add_argument("--components", type=int, default=150)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--json", help="Write the figures to this file.")
+    ap.add_argument("--db", help="Time the pages over this inventory (a database this "
+                    "benchmark filled before, kept) instead of filling a new one.")
     a = ap.parse_args()
     from inv_pgserver import PgServer, find_bindir
 
-    bindir = find_bindir()
-    if bindir is None:
-        print("PostgreSQL server binaries not found (apt-get install postgresql)")
-        return 1
     os.environ.setdefault("GPUSBOM_CACHE_DIR", tempfile.mkdtemp(prefix="gpusbom-bench-"))
-    server = PgServer(bindir, fast=False).start()
+    server = None
     proc = None
     try:
-        url = server.create_db("dash")
-        t = time.perf_counter()
-        n = bulk_load(url, host_scans(a.hosts, 1, a.components))
-        n += replicate(url, a.per_host - 1)
-        n += bulk_load(url, image_scans(a.images))
-        print(f"stored {n} scans ({a.hosts} hosts x {a.per_host} scans of ~{a.components} "
-              f"components, the 2nd to last scan of each host replicated in SQL; {a.images} "
-              f"images) in {time.perf_counter() - t:.0f} s")
-        server.psql("ANALYZE", db="dash")
+        if a.db:
+            url = a.db
+            from sqlalchemy import func, select
+
+            from gpusbom.inventory import Store
+            from gpusbom.inventory.schema import scans as scans_table
+
+            with Store(url) as store, store.engine.connect() as conn:  # migrates it
+                n = conn.execute(select(func.count()).select_from(scans_table)).scalar_one()
+            print(f"{n} scans stored in {Store(url).display_url}")
+        else:
+            bindir = find_bindir()
+            if bindir is None:
+                print("PostgreSQL server binaries not found (apt-get install postgresql)")
+                return 1
+            server = PgServer(bindir, fast=False).start()
+            url = server.create_db("dash")
+            t = time.perf_counter()
+            n = bulk_load(url, host_scans(a.hosts, 1, a.components))
+            n += replicate(url, a.per_host - 1)
+            n += bulk_load(url, image_scans(a.images))
+            print(f"stored {n} scans ({a.hosts} hosts x {a.per_host} scans of ~{a.components} "
+                  f"components, the 2nd to last scan of each host replicated in SQL; "
+                  f"{a.images} images) in {time.perf_counter() - t:.0f} s")
+            server.psql("ANALYZE", db="dash")
         port = 18000 + os.getpid() % 1000
+        print(f"load average before the run: {os.getloadavg()[0]:.2f} (1 min)")
         proc = subprocess.Popen([sys.executable, "-m", "gpusbom", "inventory", "serve",
                                  "--db", url, "--bind", f"127.0.0.1:{port}"],
                                 stderr=subprocess.DEVNULL)
@@ -207,23 +230,28 @@ def main() -> int:
                  f"host?name=gpu-node-{min(a.hosts - 1, 42):05d}", f"image?name={quote(img)}", "api/overview",
                  "api/matrix", "metrics"]
         figures = {}
-        print(f"{'page':46} {'cold':>8} {'median':>8} {'max':>8} {'client':>8}  (ms, server "
-              f"time, {a.runs} runs)")
+        print(f"{'page':46} {'cold':>8} {'min':>8} {'median':>8} {'max':>8} {'client':>8}  (ms, "
+              f"server time, {a.runs} runs)")
         for p in pages:
             f = timed(base, p, a.runs)
             figures[p or "/"] = f
             mark = "" if f["median_ms"] < TARGET_MS or p == "metrics" else "  OVER TARGET"
-            print(f"/{p[:45]:45} {f['cold_ms']:8.0f} {f['median_ms']:8.0f} {f['max_ms']:8.0f} "
+            print(f"/{p[:45]:45} {f['cold_ms']:8.0f} {f['min_ms']:8.0f} {f['median_ms']:8.0f} "
+                  f"{f['max_ms']:8.0f} "
                   f"{f['client_median_ms']:8.0f}{mark}")
+        load = os.getloadavg()
+        print(f"load average after the run: {load[0]:.2f} (1 min), {load[1]:.2f} (5 min)")
         if a.json:
-            Path(a.json).write_text(json.dumps({"scans": n, "pages": figures}, indent=2) + "\n")
+            Path(a.json).write_text(json.dumps({"scans": n, "pages": figures,
+                                                "loadavg": load}, indent=2) + "\n")
         over = [p for p, f in figures.items() if f["median_ms"] >= TARGET_MS and p != "metrics"]
         return 1 if over else 0
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(10)
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -127,6 +127,19 @@ def test_twenty_concurrent_writers(db_url: str) -> None:
             dup = conn.execute(select(components.c.scan_id, func.count()).group_by(
                 components.c.scan_id).having(func.count() != per_scan)).all()
         assert dup == []
+        # the latest scan of every host (kept by racing upserts at ingest) is its newest
+        assert {s.id for s in store.scans(all_scans=False)} == _newest(store)
+        assert {s.id for s in store.scans(all_scans=False)} == {
+            store_id(max(i for i in distinct if i % 300 == h)) for h in range(300)}
+
+
+def _newest(store: Store) -> set[str]:
+    """The latest scan of every subject, computed from every scan (ts, ingested_at, id)."""
+    best: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for s in store.scans():
+        best[(s.kind, s.subject)] = max(best.get((s.kind, s.subject), ("", "", "")),
+                                        (s.ts, s.ingested_at, s.id))
+    return {v[2] for v in best.values()}
 
 
 def store_id(i: int) -> str:
@@ -290,6 +303,25 @@ def test_metrics_exposition(db_url: str) -> None:
                for g in gpus)
 
 
+def test_metrics_text_is_what_the_prometheus_writer_writes(db_url: str) -> None:
+    """/metrics formats the exposition directly (fast); the prometheus writer (through
+    prometheus_client's generate_latest) writes the same bytes, hostile label values
+    included."""
+    from gpusbom.inventory.metrics import collector, families, render
+    from gpusbom.writers.prometheus import exposition
+
+    with Store(db_url) as store:
+        store.ingest(host_scan('gpu-"x"\\\n<script>', gpus=("0000:00:06.0", "0000:00:07.0"),
+                               probes={"0000:00:06.0": "pass", "0000:00:07.0": "timeout"}))
+        store.ingest(host_scan("gpu-m2", ts="2026-01-03T10:11:12Z"))
+        store.ingest(image_scan("registry.local/ml/serve", "1.4", torch="2.5.1"))
+        now = 1767225600.0 + 1234.5
+        assert sum(len(f[3]) for f in families(store, now)) > 30
+        text = render(store, now=now)
+        assert text == exposition(collector(store, now=now))
+    assert 'subject="gpu-\\"x\\"\\\\\\n<script>"' in text
+
+
 def test_migrated_schema_matches_the_tables(db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
@@ -297,6 +329,66 @@ def test_migrated_schema_matches_the_tables(db_url: str) -> None:
     with Store(db_url) as store, store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
+
+
+def test_migration_fills_latest_and_counts_of_an_existing_db(db_url: str,
+                                                            h200_scan: ScanResult) -> None:
+    """A database written at schema 0001 (no latest / finding_counts / affected_advisories
+    tables) gets them filled on open, with the rows ingest writes today."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from gpusbom.inventory import normalize
+    from gpusbom.inventory.database import _alembic_config, normalize_url
+    from gpusbom.inventory.store import _TABLES
+    from gpusbom.inventory.schema import affected_advisories, finding_counts, latest
+
+    scans = [h200_scan, host_scan("gpu-b", ts="2026-01-02T00:00:00Z"),
+             host_scan("gpu-b", ts="2026-01-03T00:00:00Z", cudnn="9.1.0"),
+             image_scan("registry.local/ml/serve", "1.4", torch="2.5.1")]
+    for i, lab in enumerate(("a", "b")):  # two later scans of the H200 host, one per label
+        again = ScanResult.from_dict(h200_scan.to_dict())
+        again.target.labels = {"cluster": lab}
+        again.timestamp = f"2026-02-0{i + 1}T00:00:00Z"
+        scans.append(again)
+    assert any(f.advisory and f.advisory.status == "affected" for f in h200_scan.findings)
+    old = create_engine(normalize_url(db_url))
+    with old.connect() as conn, conn.begin():
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        for n, r in enumerate(scans):
+            rows = normalize.rows(r, normalize.scan_id(r),
+                                  ingested_at=f"2026-03-01T00:00:0{n}Z")
+            for name in ("scans", "components", "products", "devices", "probes", "findings"):
+                if rows[name]:
+                    conn.execute(_TABLES[name].insert(), rows[name])
+    old.dispose()
+
+    def derived(store: Store) -> list[set[tuple[object, ...]]]:
+        with store.engine.connect() as conn:
+            return [{tuple(r) for r in conn.execute(select(t))} for t in
+                    (finding_counts, affected_advisories)] + [
+                {tuple(r) for r in conn.execute(select(latest.c.kind, latest.c.subject,
+                                                       latest.c.scan_id))}]
+
+    with Store(db_url) as store:  # migrates to the head
+        got = derived(store)
+        assert {sid for _k, _s, sid in got[2]} == _newest(store)
+        assert len(got[2]) == 3  # vm, gpu-b, the image
+        assert {s.subject for s in store.subjects()} == {"vm", "gpu-b",
+                                                         "registry.local/ml/serve:1.4"}
+        [vm] = [s for s in store.scans(all_scans=False) if s.subject == "vm"]
+        assert vm.labels == {"cluster": "b"}
+    fresh = db_url.replace("inventory.db", "fresh.db") if db_url.startswith("sqlite") \
+        else None
+    if fresh is not None:  # the same scans ingested today: the same derived rows
+        with Store(fresh) as store:
+            for r in scans:
+                store.ingest(r)
+            want = derived(store)
+        assert got[:2] == want[:2] and len(want[0]) > 0 and len(want[1]) > 0
+        assert {(k, s) for k, s, _ in got[2]} == {(k, s) for k, s, _ in want[2]}
 
 
 def test_bad_urls_are_input_errors(tmp_path: Path) -> None:

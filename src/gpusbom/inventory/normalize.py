@@ -198,5 +198,16 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         "installed_version": f.advisory.installed_version if f.advisory else None,
         "fixed_version": f.advisory.fixed_version if f.advisory else None,
     } for i, f in enumerate(result.findings)]
+    # per-scan counts read by the overview and /metrics (a scan never changes: stored once)
+    severities: dict[str, int] = {}
+    for fd in result.findings:
+        severities[fd.severity] = severities.get(fd.severity, 0) + 1
+    count_rows = [{"scan_id": sid, "severity": k, "n": n} for k, n in
+                  sorted(severities.items(), key=lambda kv: str(kv[0]))]
+    affected_rows = [{"scan_id": sid, "advisory": a} for a in sorted(
+        {fd.advisory.advisory for fd in result.findings
+         if fd.advisory and fd.advisory.status == "affected"
+         and fd.advisory.advisory is not None})]
     return {"scans": [scan_row], "components": comp_rows, "products": prod_rows,
-            "devices": dev_rows, "probes": probe_rows, "findings": finding_rows}
+            "devices": dev_rows, "probes": probe_rows, "findings": finding_rows,
+            "finding_counts": count_rows, "affected_advisories": affected_rows}

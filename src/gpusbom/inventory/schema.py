@@ -149,4 +149,46 @@ findings = Table(
     Column("fixed_version", String(255)),
     ForeignKeyConstraint(["scan_id"], ["scans.id"], ondelete="CASCADE"),
     Index("ix_findings_rule", "rule_id"),
+    Index("ix_findings_advisory", "advisory", "status"),
+)
+
+# ------------------------------------------------------------------ derived, for reading fast
+# A stored scan never changes (its id is its hash), so what the dashboard and the metrics
+# count per scan is counted once, at ingest, instead of over ~100 finding rows per scan on
+# every page view. Migration 0002 fills these for databases written before them.
+
+# the latest scan of every (kind, subject), by (ts, ingested_at, id): what "latest" means
+# everywhere. Ingest keeps it with one conditional upsert (ON CONFLICT DO UPDATE ... WHERE
+# newer), which PostgreSQL and SQLite both run atomically, so concurrent writers of the same
+# subject leave the newest scan. No ON DELETE: whatever removes a scan must fix this first.
+latest = Table(
+    "latest",
+    metadata,
+    Column("kind", String(16), primary_key=True),
+    Column("subject", String(512), primary_key=True),
+    Column("scan_id", String(64), nullable=False),
+    Column("ts", String(32), nullable=False),
+    Column("ingested_at", String(32), nullable=False),
+    ForeignKeyConstraint(["scan_id"], ["scans.id"]),
+    Index("ix_latest_scan_id", "scan_id", unique=True),
+)
+
+# findings per scan and severity
+finding_counts = Table(
+    "finding_counts",
+    metadata,
+    Column("scan_id", String(64), primary_key=True),
+    Column("severity", String(16), primary_key=True),
+    Column("n", Integer, nullable=False),
+    ForeignKeyConstraint(["scan_id"], ["scans.id"], ondelete="CASCADE"),
+)
+
+# the advisories a scan's findings mark affected (one row per scan and advisory)
+affected_advisories = Table(
+    "affected_advisories",
+    metadata,
+    Column("scan_id", String(64), primary_key=True),
+    Column("advisory", String(128), primary_key=True),
+    ForeignKeyConstraint(["scan_id"], ["scans.id"], ondelete="CASCADE"),
+    Index("ix_affected_advisories_advisory", "advisory", "scan_id"),
 )

@@ -19,15 +19,27 @@ from ..model import Component, ComponentType, Evidence, Product, ScanResult
 from . import normalize
 from .database import InventoryError, describe_error, open_engine
 from .ranges import QueryRange
-from .schema import components, devices, findings, probes, products, scan_documents, scans
+from .schema import (
+    affected_advisories,
+    components,
+    devices,
+    finding_counts,
+    findings,
+    latest,
+    probes,
+    products,
+    scan_documents,
+    scans,
+)
 from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
 __all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
 
 _INSERT_ORDER = ("scans", "scan_documents", "components", "products", "devices", "probes",
-                 "findings")
+                 "findings", "finding_counts", "affected_advisories")
 _TABLES = {"scans": scans, "scan_documents": scan_documents, "components": components,
-           "products": products, "devices": devices, "probes": probes, "findings": findings}
+           "products": products, "devices": devices, "probes": probes, "findings": findings,
+           "finding_counts": finding_counts, "affected_advisories": affected_advisories}
 
 
 def _like(pattern: str) -> str:
@@ -52,6 +64,14 @@ def _labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
         if v is not None and not fnmatch.fnmatchcase(str(labels[k]), v):
             return False
     return True
+
+
+def _match_key(c: Component) -> tuple[Any, ...]:
+    """Everything of a component the advisory matcher reads: all but its bom-ref."""
+    return (c.name, c.version, c.type.value, c.purl, c.ecosystem,
+            json.dumps(c.properties, sort_keys=True, default=str),
+            tuple((e.method, e.path) for e in c.evidence),
+            tuple((p.stack, p.name, p.version) for p in c.products))
 
 
 class Store:
@@ -115,6 +135,7 @@ class Store:
                     for name in _INSERT_ORDER:
                         if rows[name]:
                             conn.execute(_TABLES[name].insert(), rows[name])
+                    self._advance_latest(conn, rows["scans"][0])
                 return sid, True
             except IntegrityError as exc:
                 # a concurrent writer stored the same scan first: that is success
@@ -145,18 +166,51 @@ class Store:
         with self._read() as c:
             return c.execute(stmt).first() is not None
 
-    # ------------------------------------------------------------------ scans
+    def _advance_latest(self, conn: Any, scan: dict[str, Any]) -> None:
+        """Make ``scan`` the latest of its subject unless a newer one (by ts, ingested_at,
+        id) is there: one upsert, atomic on both databases (PostgreSQL locks the
+        conflicting row and re-checks the condition; SQLite writers hold the write lock)."""
+        from sqlalchemy import tuple_
+        from sqlalchemy.dialects import postgresql, sqlite
 
-    def latest_scan_ids(self) -> Any:
-        """A subquery of the ids of the latest scan of every (kind, subject)."""
-        from sqlalchemy import func, select
+        insert: Any = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        row = {"kind": scan["kind"], "subject": scan["subject"], "scan_id": scan["id"],
+               "ts": scan["ts"], "ingested_at": scan["ingested_at"]}
+        stmt = insert(latest).values(**row)
+        new = stmt.excluded
+        conn.execute(stmt.on_conflict_do_update(
+            index_elements=[latest.c.kind, latest.c.subject],
+            set_={"scan_id": new.scan_id, "ts": new.ts, "ingested_at": new.ingested_at},
+            where=tuple_(latest.c.ts, latest.c.ingested_at, latest.c.scan_id)
+            < tuple_(new.ts, new.ingested_at, new.scan_id)))
+
+    def rebuild_latest(self) -> None:
+        """Recompute the latest scan of every subject from ``scans`` (for bulk loads that
+        write rows without ``ingest``, such as the benchmarks)."""
+        from sqlalchemy import func, insert, select
 
         rn = func.row_number().over(
             partition_by=(scans.c.kind, scans.c.subject),
             order_by=(scans.c.ts.desc(), scans.c.ingested_at.desc(), scans.c.id.desc()),
         ).label("rn")
-        ranked = select(scans.c.id, rn).subquery("ranked")
-        return select(ranked.c.id).where(ranked.c.rn == 1)
+        ranked = select(scans.c.kind, scans.c.subject, scans.c.id, scans.c.ts,
+                        scans.c.ingested_at, rn).subquery("ranked")
+        with self.engine.connect().execution_options(gpusbom_write=True) as conn, \
+                conn.begin():
+            conn.execute(latest.delete())
+            conn.execute(insert(latest).from_select(
+                ["kind", "subject", "scan_id", "ts", "ingested_at"],
+                select(ranked.c.kind, ranked.c.subject, ranked.c.id, ranked.c.ts,
+                       ranked.c.ingested_at).where(ranked.c.rn == 1)))
+
+    # ------------------------------------------------------------------ scans
+
+    def latest_scan_ids(self) -> Any:
+        """A subquery of the ids of the latest scan of every (kind, subject): the
+        ``latest`` table ingest keeps (newest by ts, then ingested_at, then id)."""
+        from sqlalchemy import select
+
+        return select(latest.c.scan_id)
 
     def _scan_filter(self, stmt: Any, *, kind: str | None, host: str | None,
                      image: str | None, all_scans: bool) -> Any:
@@ -430,24 +484,33 @@ class Store:
                 infos = {s.id: s for s in self._scan_infos(conn, {sid for sid, _ in wanted})}
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
-        out: list[AffectedRow] = []
+        # a fleet's scans hold the same few component sets (identical nodes, one image on
+        # many hosts): scans whose wanted components are alike in everything the matcher
+        # reads are matched once, and the findings mapped onto each scan's own components
+        alike: dict[tuple[Any, ...], list[str]] = {}
         for sid, clist in sorted(comps.items()):
-            info = infos[sid]
-            by_ref = {c.bom_ref: c for c in clist}
-            for f in match(clist, db):
-                assert f.advisory is not None  # noqa: S101 - type narrowing of an invariant
-                if f.advisory.status != "affected" and not (
-                        include_review and f.advisory.status == "review"):
-                    continue
-                c = by_ref.get(f.components[0]) if f.components else None
-                out.append(AffectedRow(
-                    kind=info.kind, subject=info.subject, scan_id=sid, ts=info.ts,
-                    advisory=f.advisory.advisory, vulnerability=f.advisory.vulnerability,
-                    status=f.advisory.status, severity=f.severity,
-                    component=c.name if c else (f.components[0] if f.components else "?"),
-                    installed_version=f.advisory.installed_version,
-                    fixed_version=f.advisory.fixed_version, labels=info.labels,
-                ))
+            alike.setdefault(tuple(_match_key(c) for c in clist), []).append(sid)
+        out: list[AffectedRow] = []
+        for sids in alike.values():
+            first = comps[sids[0]]
+            position = {c.bom_ref: i for i, c in enumerate(first)}
+            found = [f for f in match(first, db) if f.advisory is not None and (
+                f.advisory.status == "affected"
+                or (include_review and f.advisory.status == "review"))]
+            for sid in sids:
+                info, clist = infos[sid], comps[sid]
+                for f in found:
+                    assert f.advisory is not None  # noqa: S101 - type narrowing (filtered above)
+                    ref = f.components[0] if f.components else None
+                    c = clist[position[ref]] if ref in position else None
+                    out.append(AffectedRow(
+                        kind=info.kind, subject=info.subject, scan_id=sid, ts=info.ts,
+                        advisory=f.advisory.advisory, vulnerability=f.advisory.vulnerability,
+                        status=f.advisory.status, severity=f.severity,
+                        component=c.name if c else (ref or "?"),
+                        installed_version=f.advisory.installed_version,
+                        fixed_version=f.advisory.fixed_version, labels=info.labels,
+                    ))
         out.sort(key=lambda a: (a.advisory, a.vulnerability, a.kind, a.subject, a.component,
                                 a.installed_version or ""))
         return out

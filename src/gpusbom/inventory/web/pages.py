@@ -10,6 +10,7 @@ a scan loaded once is cached by id for the life of the process (:class:`Cache`).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -79,13 +80,18 @@ def inventory_version(store: Store) -> tuple[int, str]:
 
 def stacks_of(stack_text: str | None) -> list[str]:
     """``"CUDA 13.0.2 (cudart ...); ROCm none"`` -> ``["CUDA 13.0.2"]`` (present stacks)."""
+    return list(_stacks(stack_text or ""))
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet has a few distinct stacks over many scans
+def _stacks(stack_text: str) -> tuple[str, ...]:
     out = []
-    for part in (stack_text or "").split("; "):
+    for part in stack_text.split("; "):
         m = _STACK_RX.match(part.strip())
         if not m or m.group("rel") == "none":
             continue
         out.append(m.group("name") + (f" {m.group('rel')}" if m.group("rel") else ""))
-    return out
+    return tuple(out)
 
 
 def _cuda_of(stack_text: str | None) -> str:
@@ -118,21 +124,23 @@ def advisory_db_info(adb: Any) -> dict[str, Any]:
 
 
 def overview(store: Store, adb: Any) -> dict[str, Any]:
-    """Read from the latest scans' rows only (devices carry their driver version): no
-    stored component is read, so a fleet of thousands of hosts stays fast."""
+    """Read from the latest scans' rows only, each table joined once to the ``latest``
+    table ingest keeps (devices carry their driver version; findings are read as the
+    per-scan counts stored at ingest): no stored component or finding row is read, so a
+    fleet of thousands of hosts with years of scans stays fast."""
     from sqlalchemy import func, select
 
-    from ..schema import devices, findings, probes, scans
+    from ..schema import affected_advisories, devices, finding_counts, latest, probes, scans
+
+    def of_latest(table: Any) -> Any:
+        return latest.join(table, table.c.scan_id == latest.c.scan_id)
 
     with store.engine.connect() as conn:
-        # the latest-scan set once, as values: the window query is not repeated per table
-        latest: Any = [sid for (sid,) in conn.execute(store.latest_scan_ids())]
-        if len(latest) > 20000:  # SQLite's bound-parameter limit: keep the subquery
-            latest = store.latest_scan_ids()
         rows = list(conn.execute(select(scans.c.id, scans.c.kind, scans.c.subject, scans.c.ts,
                                         scans.c.stack_text, scans.c.components,
-                                        scans.c.digest).where(scans.c.id.in_(latest))
-                                 .order_by(scans.c.kind, scans.c.subject)))
+                                        scans.c.digest).select_from(
+            latest.join(scans, scans.c.id == latest.c.scan_id))
+                                 .order_by(latest.c.kind, latest.c.subject)))
         n_scans = {(k, sub): n for k, sub, n in conn.execute(
             select(scans.c.kind, scans.c.subject, func.count()).group_by(scans.c.kind,
                                                                          scans.c.subject))}
@@ -140,8 +148,8 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
         drivers: dict[str, set[str]] = {}
         for r in conn.execute(select(devices.c.scan_id, devices.c.model, devices.c.pci_address,
                                      devices.c.compute_capability, devices.c.kernel_driver,
-                                     devices.c.driver_version).where(
-                devices.c.scan_id.in_(latest)).order_by(devices.c.scan_id, devices.c.idx)):
+                                     devices.c.driver_version).select_from(of_latest(devices))
+                              .order_by(devices.c.scan_id, devices.c.idx)):
             bits = ", ".join(x for x in (r.pci_address, r.compute_capability and
                                          f"cc {r.compute_capability}") if x)
             gpus.setdefault(r.scan_id, []).append(f"{r.model} ({bits})" if bits else r.model)
@@ -150,20 +158,19 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
                     f"{r.kernel_driver} {r.driver_version or '?'}")
         sev: dict[str, dict[str, int]] = {}
         for sid, severity, n in conn.execute(
-                select(findings.c.scan_id, findings.c.severity, func.count()).where(
-                    findings.c.scan_id.in_(latest)).group_by(findings.c.scan_id,
-                                                             findings.c.severity)):
+                select(finding_counts.c.scan_id, finding_counts.c.severity, finding_counts.c.n)
+                .select_from(of_latest(finding_counts))):
             sev.setdefault(sid, {})[severity] = n
         outcomes: dict[str, set[str]] = {}
-        for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome).where(
-                probes.c.scan_id.in_(latest)).distinct()):
+        for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome)
+                                         .select_from(of_latest(probes)).distinct()):
             outcomes.setdefault(sid, set()).add(outcome)
+        # hosts and images whose latest scan has a finding the advisory affects
+        hits = func.count().label("hits")
         touched = [{"advisory": a, "subjects": n} for a, n in conn.execute(
-            select(findings.c.advisory, func.count(func.distinct(findings.c.scan_id))).where(
-                findings.c.scan_id.in_(latest), findings.c.advisory.is_not(None),
-                findings.c.status == "affected").group_by(findings.c.advisory).order_by(
-                func.count(func.distinct(findings.c.scan_id)).desc(), findings.c.advisory)
-            .limit(50))]
+            select(affected_advisories.c.advisory, hits).select_from(
+                of_latest(affected_advisories)).group_by(affected_advisories.c.advisory)
+            .order_by(hits.desc(), affected_advisories.c.advisory).limit(50))]
     hosts = [r for r in rows if r.kind == "host"]
     images = [r for r in rows if r.kind != "host"]
     by_model: Counter[str] = Counter()
@@ -267,13 +274,14 @@ def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
 def advisories(store: Store, adb: Any) -> dict[str, Any]:
     from sqlalchemy import func, select
 
-    from ..schema import findings
+    from ..schema import affected_advisories, latest
 
     with store.engine.connect() as conn:
-        seen = dict(conn.execute(select(findings.c.advisory, func.count(
-            func.distinct(findings.c.scan_id))).where(
-            findings.c.scan_id.in_(store.latest_scan_ids()), findings.c.advisory.is_not(None),
-            findings.c.status == "affected").group_by(findings.c.advisory)).all())
+        seen = dict(conn.execute(select(affected_advisories.c.advisory, func.count())
+                                 .select_from(latest.join(affected_advisories,
+                                                          affected_advisories.c.scan_id
+                                                          == latest.c.scan_id))
+                                 .group_by(affected_advisories.c.advisory)).all())
     rows = []
     for a in adb:
         rows.append({"advisory": a.id, "vendor": a.vendor, "title": a.title,
