@@ -94,7 +94,7 @@ products = Table(
     Column("version", String(255)),
     ForeignKeyConstraint(["scan_id", "comp_idx"], ["components.scan_id", "components.idx"],
                          ondelete="CASCADE"),
-    Index("ix_products_product", "product", "scan_id"),
+    Index("ix_products_product", "product", "scan_id", "comp_idx", "version"),
     Index("ix_products_stack", "stack", "scan_id"),
 )
 

@@ -356,11 +356,13 @@ class Store:
         wheel and the bare library), version range, host / image (globs), labels
         (``{"key": "glob"}``, None: the key is present), in the latest scan of each
         subject (``all_scans``: in every scan)."""
-        from sqlalchemy import select
+        from sqlalchemy import Text, cast, select
         from sqlalchemy.exc import SQLAlchemyError
 
+        # labels as text, parsed once per distinct text: thousands of rows of one fleet
+        # carry a handful of label sets
         cols = (scans.c.kind, scans.c.subject, scans.c.id.label("sid"), scans.c.ts,
-                scans.c.labels, components.c.idx, components.c.name, components.c.version,
+                cast(scans.c.labels, Text).label("labels"), components.c.idx, components.c.name, components.c.version,
                 components.c.type, components.c.ecosystem, components.c.purl,
                 components.c.location, components.c.product.label("cprod"))
         found: dict[tuple[str, int], tuple[Any, str | None, str | None, bool]] = {}
@@ -394,8 +396,12 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
         out: list[QueryRow] = []
+        parsed: dict[str | None, dict[str, str]] = {}
         for r, prod, matched, via_product in found.values():
-            lab = dict(r.labels or {})
+            lab = parsed.get(r.labels)
+            if lab is None:
+                lab = parsed[r.labels] = dict(json.loads(r.labels) if r.labels else {})
+            lab = dict(lab)
             if labels and not _labels_match(lab, labels):
                 continue
             if versions is not None and not versions.contains(matched, r.ecosystem,

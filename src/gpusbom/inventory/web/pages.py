@@ -9,6 +9,7 @@ a scan loaded once is cached by id for the life of the process (:class:`Cache`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import re
@@ -19,6 +20,7 @@ from typing import Any
 from ...errors import InputError, UsageError
 from ...model import ScanResult
 from ..store import Store
+from ..types import QueryRow
 
 #: rows shown at most on a page (the API says when there were more)
 ROW_LIMIT = 2000
@@ -260,10 +262,11 @@ def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
     except (UsageError, InputError) as exc:
         out["error"] = str(exc)
         return out
-    from .. import render as _r
-
     out["total"] = len(rows)
-    out["rows"] = [_r.as_dict(r) for r in rows[:ROW_LIMIT]]
+    # QueryRow is flat (its labels a dict of strings): a shallow copy is what asdict makes
+    names = [f.name for f in dataclasses.fields(QueryRow)]
+    out["rows"] = [{**{k: getattr(r, k) for k in names}, "labels": dict(r.labels)}
+                   for r in rows[:ROW_LIMIT]]
     out["subjects"] = len({(r.kind, r.subject) for r in rows})
     return out
 

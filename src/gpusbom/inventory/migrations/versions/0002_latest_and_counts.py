@@ -51,6 +51,10 @@ def upgrade() -> None:
                     ["advisory", "scan_id"])
     # the advisory page reads one advisory's findings (the not-affected statements)
     op.create_index("ix_findings_advisory", "findings", ["advisory", "status"])
+    # "where is PRODUCT": the product's rows of the latest scans from the index alone
+    op.drop_index("ix_products_product", table_name="products")
+    op.create_index("ix_products_product", "products", ["product", "scan_id", "comp_idx",
+                                                        "version"])
     # the same order as Store.latest_scan_ids had as a window query: newest ts, then
     # ingested_at, then id
     op.execute(
@@ -69,6 +73,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_products_product", table_name="products")
+    op.create_index("ix_products_product", "products", ["product", "scan_id"])
     op.drop_index("ix_findings_advisory", table_name="findings")
     for name in ("affected_advisories", "finding_counts", "latest"):
         op.drop_table(name)
