@@ -11,7 +11,17 @@ What the vendors put in ``containers.cna.affected[]`` varies, and all of it is r
 - ``status: unaffected`` versions -> fixed versions; a ``defaultStatus: affected`` with
   only unaffected versions listed gives no machine-readable range (``no_range``, the
   fixed versions kept): the record does not claim which versions are affected;
-- Intel's ``See references`` / ``before version 2.0.2`` phrasing.
+- Intel's phrasing: ``before version 2.0.2`` / ``before versions 2024.1`` /
+  ``before version v3.0`` (a fixed version), ``versions 15.40 and 15.45`` (exact versions),
+  ``before versions 31.0.101.3790/31.0.101.2114`` (one fix per release line the record does
+  not name: no range, both fixes kept, ``review``) and ``See references`` (no versions in
+  the record: ``review``). Intel's records say vendor ``n/a``: the assigner is the vendor.
+  Product strings are matched with the (R)/(TM) marks removed; ``... for Windows`` /
+  ``WHQL`` / ``DCH`` place the entry on Windows (never matched on Linux);
+- AMD's records name the hardware (``AMD Radeon(TM) RX 6000 Series Graphics Cards``) as the
+  product and the software in the unaffected version string (``Radeon Software For Linux
+  25.10.1``, ``AMD Software: Adrenalin Edition 23.12.1 (23.30.13.01)``): a product that
+  maps to nothing is mapped through those strings, and the version in them is the fix.
 
 Scores: ``metrics[].cvssV4_0`` / ``cvssV3_1`` / ``cvssV3_0`` of the CNA, then of ADP
 containers. Products gpusbom does not identify go to ``unmapped``; phrases it cannot
@@ -27,8 +37,10 @@ from typing import Any
 from ..versions import InvalidVersion, parse
 from . import shape_checked
 from .csaf import CsafProduct, parse_arch, parse_phrase, target_of
+from .csaf import phrase_class as csaf_phrase_class
 
-__all__ = ["Cve5Import", "advisory_id", "by_advisory", "import_cve5", "target_for"]
+__all__ = ["Cve5Import", "advisory_id", "by_advisory", "import_cve5", "phrase_class",
+           "product_platform", "target_for", "vendor_product"]
 
 # products of other vendors, by name (NVIDIA's go through the CSAF importer's table)
 _OTHER_TARGETS = [
@@ -48,8 +60,7 @@ def target_for(vendor: str, product: str, cpes: list[str]) -> tuple[str | None, 
     vendor strings (within the vendor: Intel, AMD), then its CPEs, then the old table."""
     from ... import catalog
 
-    v = vendor.lower()
-    who = "Intel" if "intel" in v else "AMD" if v.startswith(("amd", "advanced micro")) else None
+    who = _intel_amd(vendor)
     if who is not None:
         row = catalog.by_vendor_string(product, who)
         if row is None:
@@ -75,16 +86,47 @@ class Cve5Import:
     unparsed: list[str] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)
     skipped: str | None = None
+    phrases: int = 0  # version strings of products gpusbom identifies
+    parsed: int = 0  # of those, the ones turned into a range, version or fixed version
 
 
-_BEFORE = re.compile(r"^(?:before|prior to|below)\s+(?:version\s+)?v?(\S+)$", re.IGNORECASE)
+_BEFORE = re.compile(r"^(?:before|prior to|below)\s+(?:versions?\s+)?v?(\S+)$", re.IGNORECASE)
+_EXACT = re.compile(r"^versions?\s+(v?\d[\w.]*(?:\s*(?:,|and|&)\s*v?\d[\w.]*)*)$", re.IGNORECASE)
+_NUMBERED = re.compile(r"\d+(?:\.\d+)+")
+_MARKS = re.compile(r"\((?:R|TM|C)\)|[\u2122\u00ae\u00a9*]", re.IGNORECASE)
+_WINDOWS = re.compile(r"\bfor Windows\b|\bWindows\b|\bWHQL\b|\bDCH\b", re.IGNORECASE)
+_MACOS = re.compile(r"\bfor mac ?OS\b", re.IGNORECASE)
+_LINUX = re.compile(r"\bfor linux\b", re.IGNORECASE)
 
 
-def _phrase(text: str) -> dict[str, str] | None:
-    """A free-text version -> {"version": ...} or a range dict; None if not understood."""
-    m = _BEFORE.match(" ".join(text.split()))
+def vendor_product(text: str) -> str:
+    """A vendor product string without trademark marks, spaces collapsed:
+    ``Intel(R) Arc(TM) & Iris(R) Xe Graphics`` -> ``Intel Arc & Iris Xe Graphics``."""
+    return " ".join(_MARKS.sub(" ", text).split())
+
+
+def product_platform(text: str) -> str | None:
+    """The platform a product string names (``... software for Windows``), else None."""
+    if _LINUX.search(text):
+        return "linux"
+    if _WINDOWS.search(text):
+        return "windows"
+    if _MACOS.search(text):
+        return "macos"
+    return None
+
+
+def _phrase(text: str) -> dict[str, Any] | None:
+    """A free-text version -> {"version": ...}, {"versions": [...]}, {"lines": [fix, ...]}
+    or a range dict; None if not understood."""
+    t = " ".join(text.split())
+    m = _BEFORE.match(t)
     if m:
-        return {"fixed": m.group(1)}
+        fixes = [_clean(x) for x in m.group(1).split("/") if x]
+        return {"fixed": fixes[0]} if len(fixes) == 1 else {"lines": fixes}
+    m = _EXACT.match(t)
+    if m:
+        return {"versions": [_clean(x) for x in re.split(r"\s*(?:,|and|&)\s*", m.group(1)) if x]}
     ph = parse_phrase(text)
     if ph is None:
         return None
@@ -93,6 +135,11 @@ def _phrase(text: str) -> dict[str, str] | None:
     r = {k: _clean(getattr(ph, k)) for k in ("introduced", "fixed", "last_affected")
          if getattr(ph, k)}
     return r or None
+
+
+def phrase_class(text: str) -> str:
+    """A CVE 5 version string with its versions and numbers abstracted (report grouping)."""
+    return csaf_phrase_class(text)
 
 
 def _clean(v: str) -> str:
@@ -143,30 +190,50 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
         if vendor.strip().lower() in ("", "n/a", "unspecified"):
             # Intel's records say vendor "n/a": the assigner is the vendor
             vendor = str(meta.get("assignerShortName") or vendor)
-        target, scheme = target_for(vendor, product, list(a.get("cpes") or []))
-        if target is None:
+        ia = _intel_amd(vendor)
+        # matched without the (R)/(TM) marks; kept in the record as the vendor writes it
+        name = vendor_product(product) if ia else product
+        versions = [v for v in a.get("versions") or [] if isinstance(v, dict)]
+        target, scheme = target_for(vendor, name, list(a.get("cpes") or []))
+        if target is not None:
+            parts = [(target, scheme, product, list(a.get("versions") or []))]
+        elif ia == "AMD":
+            parts = _amd_by_version(versions)  # the software is named in the versions
+        else:
+            parts = []
+        if not parts:
             if product not in imp.unmapped:
                 imp.unmapped.append(product)
             continue
-        for plat in a.get("platforms") or [None]:
-            platform, branch, variant = parse_arch(plat) if plat else (None, None, None)
-            if branch and scheme != "nvidia-driver":
-                branch = None  # a release line of a non-driver product: not a driver branch
-            key = (target, product, platform, branch, variant)
-            g = groups.setdefault(key, {
-                "target": target, "vendor_product": product, "scheme": scheme,
-                **{k: v for k, v in (("platform", platform), ("branch", branch),
-                                     ("variant", variant)) if v},
-                "ranges": [], "versions": [], "fixed": [], "phrases": [], "bad": [],
-                "default": a.get("defaultStatus"),
-            })
-            for v in a.get("versions") or []:
-                _version(v, g, scheme)
+        for target, scheme, vprod, vers in parts:
+            plats: list[str | None] = list(a.get("platforms") or []) or [None]
+            for plat in plats:
+                platform, branch, variant = parse_arch(plat) if plat else (None, None, None)
+                if platform is None and ia:
+                    platform = product_platform(vendor_product(vprod)) or _row_platform(target)
+                if branch and scheme != "nvidia-driver":
+                    branch = None  # a release line of a non-driver product: not a driver branch
+                key = (target, vprod, platform, branch, variant)
+                g = groups.setdefault(key, {
+                    "target": target, "vendor_product": vprod, "scheme": scheme,
+                    **{k: v for k, v in (("platform", platform), ("branch", branch),
+                                         ("variant", variant)) if v},
+                    "ranges": [], "versions": [], "fixed": [], "phrases": [], "bad": [],
+                    "lines": [], "default": a.get("defaultStatus"), "named": ia == "AMD",
+                })
+                for v in vers:
+                    imp.phrases += 1
+                    imp.parsed += _version(v, g, scheme)
     affected = []
     for g in groups.values():
         bad, phrases, default = g.pop("bad"), g.pop("phrases"), g.pop("default")
+        lines = g.pop("lines")
+        g.pop("named")
         imp.unparsed.extend(f"{g['vendor_product']}: {b}" for b in bad)
-        if not g["ranges"] and not g["versions"]:
+        if lines and not g["ranges"] and not g["versions"]:
+            g["no_range"] = ("one fixed version per release line (" + ", ".join(lines)
+                             + "); the record does not say which line a version is on")
+        elif not g["ranges"] and not g["versions"]:
             if default == "affected" and g["fixed"]:
                 g["no_range"] = ("vendor lists only unaffected versions ("
                                  + ", ".join(g["fixed"]) + "); affected versions not stated")
@@ -267,10 +334,11 @@ def by_advisory(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _version(v: Any, g: dict[str, Any], scheme: str) -> None:
+def _version(v: Any, g: dict[str, Any], scheme: str) -> int:
+    """Read one ``versions[]`` entry into the group; 1 when it was understood."""
     if not isinstance(v, dict):
         g["bad"].append(repr(v))
-        return
+        return 0
     status = v.get("status")
     text = str(v.get("version", "")).strip()
     lt, lte = v.get("lessThan"), v.get("lessThanOrEqual")
@@ -278,11 +346,17 @@ def _version(v: Any, g: dict[str, Any], scheme: str) -> None:
         if lt is None and lte is None:
             got = _phrase(text) if text else None
             ver = got.get("version") if got else None
-            if ver and _ok(scheme, ver) and ver not in g["fixed"]:
-                g["fixed"].append(ver)
-        return
+            if ver is None and g["named"]:
+                # AMD's "Radeon Software For Linux 25.10.1": the release inside the name
+                m = _NUMBERED.search(text)
+                ver = m.group(0) if m else None
+            if ver and _ok(scheme, ver):
+                if ver not in g["fixed"]:
+                    g["fixed"].append(ver)
+                return 1
+        return 0
     if status != "affected":
-        return
+        return 0
     g["phrases"].append(text)
     if lt is not None or lte is not None:
         r: dict[str, str] = {}
@@ -294,18 +368,61 @@ def _version(v: Any, g: dict[str, Any], scheme: str) -> None:
             r["last_affected"] = _clean(str(lte).strip())
         if not r or any(not _ok(scheme, x) for x in r.values()):
             g["bad"].append(f"{text} < {lt or lte}" if (lt or lte) else text)
-            return
+            return 0
         if r not in g["ranges"]:
             g["ranges"].append(r)
         if "fixed" in r and r["fixed"] not in g["fixed"]:
             g["fixed"].append(r["fixed"])
-        return
+        return 1
     got = _phrase(text)
-    if got is None or any(not _ok(scheme, x) for x in got.values()):
+    flat = [x for x in got.values() for x in (x if isinstance(x, list) else [x])] if got else []
+    if got is None or any(not _ok(scheme, x) for x in flat):
         g["bad"].append(text)
-        return
-    if "version" in got:
-        if got["version"] not in g["versions"]:
-            g["versions"].append(got["version"])
-    elif got not in g["ranges"]:
+        return 0
+    if "lines" in got:
+        # one fix per release line: never a range (which line a version is on is unknown)
+        for x in got["lines"]:
+            if x not in g["fixed"]:
+                g["fixed"].append(x)
+            if x not in g["lines"]:
+                g["lines"].append(x)
+        return 0
+    for x in got.get("versions", [got["version"]] if "version" in got else []):
+        if x not in g["versions"]:
+            g["versions"].append(x)
+    if "version" not in got and "versions" not in got and got not in g["ranges"]:
         g["ranges"].append(got)
+    return 1
+
+
+def _intel_amd(vendor: str) -> str | None:
+    v = vendor.lower()
+    return "Intel" if "intel" in v else "AMD" if v.startswith(("amd", "advanced micro")) else None
+
+
+def _row_platform(target: str) -> str | None:
+    """``windows`` for a catalog row of a product that never runs on Linux."""
+    from ... import catalog
+
+    try:
+        row = catalog.get(target)
+    except KeyError:
+        return None
+    return row.platforms[0] if row.platforms and "linux" not in row.platforms else None
+
+
+def _amd_by_version(versions: list[dict[str, Any]]) -> list[tuple[str, str, str, list[Any]]]:
+    """AMD entries whose product is hardware: (target, scheme, software name, versions)
+    per software product named in the version strings."""
+    from ... import catalog
+
+    out: dict[str, tuple[str, str, str, list[Any]]] = {}
+    for v in versions:
+        raw = str(v.get("version", ""))
+        row = catalog.by_vendor_string(vendor_product(raw), "AMD")
+        if row is None:
+            continue
+        name = " ".join(_NUMBERED.split(raw)[0].split()).rstrip(" :(") or raw
+        got = out.setdefault(row.id, (row.id, row.scheme or "intel", name, []))
+        got[3].append(v)
+    return list(out.values())
