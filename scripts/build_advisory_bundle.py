@@ -14,10 +14,21 @@ is kept as it is; any other is replaced by the fresh import. Each bulletin is ch
 against the ``.sha256`` NVIDIA publishes beside it (the CRLF form of the file is accepted
 only when the published hash is that form's); a mismatch excludes that bulletin only.
 
+``--cve5 PATH ...`` reads Intel's and AMD's CVE JSON 5 records (directories of
+``CVE-*.json``, e.g. a copy of github.com/cisagov/vulnrichment or of CVEProject/cvelistV5,
+or their git directories; none is committed), imports every record of the ``intel`` and
+``AMD`` assigners published on or after ``--since`` with the CVE 5 importer, groups the CVEs
+of one advisory under its INTEL-SA / AMD-SB id (from the record's references) and rewrites
+``advisories/INTEL-SA-*.json`` / ``AMD-SB-*.json`` for the advisories that name a product a
+scan can identify (same rule as NVIDIA: a curated file with ``override`` is kept). When a
+CVE is in several copies, the copy updated last wins. Facts only: the titles are made of
+the products, CWE names and impact classes, never the records' descriptions.
+
 The coverage report (``src/gpusbom/data/advisories-coverage.txt``, next to the bundle) says
 for each vendor and product the bulletins seen, imported and excluded, each exclusion with
-its reason, plus the importer's phrase counts. Intel, AMD and PyTorch records are the
-curated ``advisories/*.json`` (from the vendors' CVE JSON 5 records).
+its reason, plus the importer's phrase counts. A run with only one of ``--nvidia`` /
+``--cve5`` keeps the other vendor's section of the report as it was. PyTorch records, and
+Intel/AMD advisories no given copy holds, are the curated ``advisories/*.json``.
 """
 
 from __future__ import annotations
@@ -218,47 +229,244 @@ def _report(per_product: dict[str, dict[str, tuple[str, str]]], unmapped: dict[s
     return out
 
 
-def _curated_report() -> list[str]:
+def _cve5_items(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, record) of every Intel/AMD CVE JSON 5 record under the paths; one per CVE,
+    the copy with the latest ``dateUpdated`` winning."""
+    best: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for p in paths:
+        if Path(p, "HEAD").exists() or (Path(p) / ".git").exists():
+            git = _Git(p)
+            names = [f for f in git.files if f.rsplit("/", 1)[-1].startswith("CVE-")
+                     and f.endswith(".json")]
+            blobs = ((f"{p}@{git.commit[:12]}:{f}", git.read(f) or b"") for f in names)
+        else:
+            blobs = ((str(f), f.read_bytes()) for f in sorted(Path(p).rglob("CVE-*.json")))
+        for where, raw in blobs:
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            meta = doc.get("cveMetadata") or {} if isinstance(doc, dict) else {}
+            if str(meta.get("assignerShortName", "")).lower() not in ("intel", "amd"):
+                continue
+            cve, upd = str(meta.get("cveId", "")), str(meta.get("dateUpdated") or "")
+            if cve and (cve not in best or upd > best[cve][1]):
+                best[cve] = (where, upd, doc)
+    return [(w, d) for w, _u, d in sorted(best.values(), key=lambda x: x[0])]
+
+
+def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]], list[str]]:
+    from gpusbom import catalog
+    from gpusbom.advisories.db import AdvisoryError, validate_record
+    from gpusbom.advisories.importers.cve5 import advisory_id, by_advisory, import_cve5
+    from gpusbom.advisories.importers.cve5 import phrase_class
+
+    items = _cve5_items(paths)
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    classes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    per_adv: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    out_of_scope: dict[str, dict[str, set[str]]] = collections.defaultdict(
+        lambda: collections.defaultdict(set))
+    for _where, doc in items:
+        meta = doc["cveMetadata"]
+        vendor = "Intel" if str(meta["assignerShortName"]).lower() == "intel" else "AMD"
+        c = counts[vendor]
+        c["records"] += 1
+        if meta.get("state") == "REJECTED":
+            c["rejected"] += 1
+            continue
+        if str(meta.get("datePublished") or "")[:10] < since:
+            c["before"] += 1
+            continue
+        c["since"] += 1
+        imp = import_cve5(doc)
+        c["phrases"] += imp.phrases
+        c["parsed"] += imp.parsed
+        for text in imp.unparsed_phrases:
+            classes[vendor][phrase_class(text)] += 1
+        refs = [str(r.get("url", "")) for r in (doc.get("containers") or {}).get("cna", {})
+                .get("references") or [] if isinstance(r, dict)]
+        adv = advisory_id(refs) or str(meta.get("cveId"))
+        if imp.record is None:
+            out_of_scope[vendor][adv].update(imp.unmapped[:3])
+            continue
+        per_adv[imp.record["id"]].append(imp.record)
+    records: list[dict[str, Any]] = []
+    per_product: dict[str, dict[str, dict[str, tuple[str, str]]]] = collections.defaultdict(
+        lambda: collections.defaultdict(dict))
+    for adv, recs in sorted(per_adv.items()):
+        rec = by_advisory(recs)[0]
+        vendor = rec["vendor"]
+        targets = sorted({a["target"] for v in rec["vulnerabilities"] for a in v["affected"]})
+        found = [t for t in targets if catalog.get(t).names or catalog.get(t).collector]
+        for t in targets:
+            row = catalog.get(t)
+            plats = {a.get("platform") for v in rec["vulnerabilities"] for a in v["affected"]
+                     if a["target"] == t}
+            if not (row.names or row.collector):
+                why = (str(row.extra.get("not_identifiable")) if row.extra.get("not_identifiable")
+                       else f"{', '.join(row.platforms)}-only product: no Linux target holds it"
+                       if row.platforms else "no package name a scan reads")
+                per_product[vendor][t][adv] = ("excluded", "no scan can identify this product: "
+                                               + why)
+            elif plats <= {"windows", "macos"}:
+                per_product[vendor][t][adv] = (
+                    "imported", "Windows only: shown not-affected on Linux (auto-VEX)")
+            else:
+                per_product[vendor][t][adv] = ("imported", "")
+        if not found:
+            continue
+        products = sorted({a["vendor_product"] for v in rec["vulnerabilities"]
+                           for a in v["affected"]})
+        rec["title"] = f"{adv}: " + "; ".join(products)
+        page = (f"https://www.intel.com/content/www/us/en/security-center/advisory/"
+                f"{adv.lower()}.html" if adv.startswith("INTEL-SA-") else
+                f"https://www.amd.com/en/resources/product-security/bulletin/{adv.lower()}.html"
+                if adv.startswith("AMD-SB-") else None)
+        if page:
+            rec["sources"] = [page, *[u for u in rec["sources"] if u.lower() != page.lower()]]
+        rec["verification"] = {"status": rec["verification"]["status"],
+                               "notes": "imported from the vendor's CVE JSON 5 records by "
+                                        "scripts/build_advisory_bundle.py --cve5"}
+        try:
+            validate_record(rec)
+        except AdvisoryError as exc:
+            for t in targets:
+                per_product[vendor][t][adv] = ("excluded", f"invalid after import: {exc}")
+            continue
+        records.append(rec)
+    lines: list[str] = []
+    for vendor in ("Intel", "AMD"):
+        c, cl = counts[vendor], classes[vendor]
+        bulletins: dict[str, str] = {}
+        for bs in per_product[vendor].values():
+            for b, (st, _) in bs.items():
+                if st == "imported" or bulletins.get(b) != "imported":
+                    bulletins[b] = st
+        imported = sum(1 for x in bulletins.values() if x == "imported")
+        lines += [
+            f"{vendor} ({'INTEL-SA' if vendor == 'Intel' else 'AMD-SB'}; CVE JSON 5 records of "
+            f"the {vendor.lower() if vendor == 'Intel' else vendor} assigner published on or "
+            f"after {since})",
+            f"  CVE records: {c['records']} ({c['since']} since {since}, {c['rejected']} "
+            f"rejected)",
+            f"  version phrases (of products in the catalog): {c['phrases']}, parsed "
+            f"{c['parsed']}; phrase classes not parsed: {len(cl)}",
+            f"  advisories naming a GPU/AI-stack product in the catalog: {len(bulletins)}; "
+            f"imported {imported}; excluded {len(bulletins) - imported}",
+            f"  out of scope (no GPU/AI-stack product in the catalog): "
+            f"{len(out_of_scope[vendor])} advisories",
+            "",
+            f"  {'product':36} {'seen':>5} {'imported':>9} {'excluded':>9}",
+        ]
+        pp = per_product[vendor]
+        for t in sorted(pp, key=lambda t: (-len(pp[t]), t)):
+            n_imp = sum(1 for st, _ in pp[t].values() if st == "imported")
+            lines.append(f"  {t:36} {len(pp[t]):5d} {n_imp:9d} {len(pp[t]) - n_imp:9d}")
+        lines.append("")
+        lines.append("  advisories (imported; excluded with the reason):")
+        for t in sorted(pp):
+            for b, (st, why) in sorted(pp[t].items()):
+                lines.append(f"    {t}: {b}: {st}" + (f" ({why})" if why else ""))
+        if cl:
+            lines.append("  phrase classes not parsed (count, class):")
+            lines += [f"    {n:3d}  {k}" for k, n in cl.most_common()]
+        lines.append("  out of scope:")
+        for b, prods in sorted(out_of_scope[vendor].items()):
+            lines.append(f"    {b}: " + ", ".join(sorted(prods))[:150])
+        lines.append("")
+    return records, lines
+
+
+def _curated_report(fresh: set[str] | None = None) -> list[str]:
     out = []
     by_vendor: dict[str, list[str]] = collections.defaultdict(list)
     for f in sorted(SRC.glob("*.json")):
         if f.name == "schema.json" or f.name.startswith("NVIDIA-"):
             continue
         rec = json.loads(f.read_text(encoding="utf-8"))
+        if fresh is not None and rec["id"] in fresh:
+            continue
         targets = sorted({a["target"] for v in rec["vulnerabilities"] for a in v["affected"]})
         ranged = any("ranges" in a or "versions" in a for v in rec["vulnerabilities"]
                      for a in v["affected"])
         by_vendor[rec["vendor"]].append(
             f"    {rec['id']}: {', '.join(targets)}" + ("" if ranged else " (no machine-readable range: review)"))
     for vendor in sorted(by_vendor):
-        out.append(f"{vendor} (curated from CVE JSON 5 records / OSV; {len(by_vendor[vendor])} advisories)")
+        out.append(f"{vendor} (curated from CVE JSON 5 records / OSV, not in the fetched "
+                   f"copies; {len(by_vendor[vendor])} advisories)")
         out.extend(by_vendor[vendor])
     return out
+
+
+_INTEL_AMD_HEAD = ("Intel (INTEL-SA", "AMD (AMD-SB")
+
+
+def _sections() -> dict[str, list[str]]:
+    """The report's NVIDIA and Intel/AMD sections as they are (kept for a partial run)."""
+    lines = REPORT.read_text(encoding="utf-8").split("\n") if REPORT.exists() else []
+    out: dict[str, list[str]] = {"nvidia": [], "intel-amd": []}
+    part = "nvidia"
+    for line in lines:
+        if line.startswith(_INTEL_AMD_HEAD):
+            part = "intel-amd"
+        elif line and not line.startswith(" ") and "(curated" in line:
+            part = "curated"
+        if part in out:
+            out[part].append(line)
+    return out
+
+
+def _write(records: list[dict[str, Any]], pattern: str, replace: Any) -> None:
+    """Write the imported records as ``advisories/<id>.json``; a file of ``pattern`` that
+    ``replace`` selects is removed first unless it is a curated ``override``."""
+    fresh = {r["id"] for r in records}
+    for f in SRC.glob(pattern):
+        if f.name == "schema.json" or not replace(f):
+            continue
+        old = json.loads(f.read_text(encoding="utf-8"))
+        if old.get("override"):
+            fresh.discard(old["id"])  # a curated override that cites why
+            continue
+        f.unlink()
+    for r in records:
+        if r["id"] in fresh:
+            (SRC / f"{r['id']}.json").write_text(
+                json.dumps(r, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nvidia", help="git directory of NVIDIA/product-security")
+    ap.add_argument("--cve5", nargs="+", metavar="PATH",
+                    help="directories / git directories of Intel and AMD CVE JSON 5 records")
     ap.add_argument("--since", default="2022-01-01")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args(argv)
+    sections = _sections()
     if a.nvidia:
         records, lines = import_nvidia(a.nvidia, a.since)
+        _write(records, "NVIDIA-*.json", lambda f: True)
+        sections["nvidia"] = lines
+    if a.cve5:
+        records, lines = import_intel_amd(a.cve5, a.since)
         fresh = {r["id"] for r in records}
-        for f in SRC.glob("NVIDIA-*.json"):
-            old = json.loads(f.read_text(encoding="utf-8"))
-            if old.get("override"):
-                fresh.discard(old["id"])  # a curated override that cites why
-                continue
-            f.unlink()
-        for r in records:
-            if r["id"] not in fresh:
-                continue
-            (SRC / f"{r['id']}.json").write_text(
-                json.dumps(r, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        lines += ["", *_curated_report()]
-        REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print("\n".join(lines[:6]))
+        # a curated file of an advisory the copies hold is replaced; others stay
+        _write(records, "*.json", lambda f: f.stem in fresh)
+        sections["intel-amd"] = lines
+    if a.nvidia or a.cve5:
+        fresh = set()
+        for f in SRC.glob("*.json"):
+            if f.name != "schema.json" and not f.name.startswith("NVIDIA-"):
+                rec = json.loads(f.read_text(encoding="utf-8"))
+                if "--cve5" in rec.get("verification", {}).get("notes", ""):
+                    fresh.add(rec["id"])
+        text = ("\n".join(sections["nvidia"]).rstrip("\n") + "\n\n"
+                + "\n".join(sections["intel-amd"]).rstrip("\n") + "\n\n"
+                + "\n".join(_curated_report(fresh)) + "\n")
+        REPORT.write_text(text, encoding="utf-8")
+        print("\n".join(line for line in text.split("\n") if line and not line.startswith(" ")
+                        or line.startswith("  ") and ":" in line and not line.startswith("    ")))
         print(f"{REPORT}: written")
     text = build()
     if a.check:

@@ -68,10 +68,13 @@ def nvidia(repo: str) -> None:
 
 def _cve5_run(label: str, items: list[tuple[str, bytes]], *, published: str | None,
               import_cve5: Any) -> None:
-    n = made = 0
+    from gpusbom.advisories.importers.cve5 import phrase_class, version_understood
+
+    n = made = phrases = parsed = 0
     why: collections.Counter[str] = collections.Counter()
-    unparsed = 0
-    for _name, raw in items:
+    classes: collections.Counter[str] = collections.Counter()
+    example: dict[str, str] = {}
+    for name, raw in items:
         try:
             d = json.loads(raw)
         except ValueError:
@@ -79,13 +82,40 @@ def _cve5_run(label: str, items: list[tuple[str, bytes]], *, published: str | No
             continue
         n += 1
         imp = import_cve5(d, published=published)
-        unparsed += len(imp.unparsed)
+        phrases += imp.phrases
+        parsed += imp.parsed
+        for text in imp.unparsed_phrases:
+            c = phrase_class(text)
+            classes[c] += 1
+            example.setdefault(c, f"{name.rsplit('/', 1)[-1]}: {text}")
         if imp.record is not None:
             made += 1
         else:
             why[(imp.skipped or "?").split(": ", 1)[-1]] += 1
-    print(f"{label}: {n} records, {made} imported, {unparsed} version strings not parsed; "
-          f"not imported: {dict(why.most_common(8))}")
+    # every version string of every product, whether the catalog names it or not
+    every = ok = 0
+    every_classes: collections.Counter[str] = collections.Counter()
+    for _name, raw in items:
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            continue
+        for a in (d.get("containers") or {}).get("cna", {}).get("affected") or []:
+            for v in a.get("versions") or [] if isinstance(a, dict) else []:
+                if isinstance(v, dict) and v.get("status") in ("affected", "unaffected"):
+                    every += 1
+                    good, text = version_understood(v, named=label.startswith("AMD"))
+                    ok += good
+                    if not good:
+                        every_classes[phrase_class(text)] += 1
+    print(f"{label}, all products: {every} version phrases, parsed {ok}, not {every - ok}; "
+          f"{len(every_classes)} phrase classes not parsed; most common: "
+          f"{every_classes.most_common(6)}")
+    print(f"{label}: {n} records, {made} imported (a product in the catalog); version "
+          f"phrases of those products: {phrases}, parsed {parsed}, not {phrases - parsed}; "
+          f"{len(classes)} phrase classes not parsed; not imported: {dict(why.most_common(8))}")
+    for c, k in classes.most_common():
+        print(f"  {k:3d}  {c!r}  e.g. {example[c]}")
 
 
 def cve5(paths: list[str]) -> None:
@@ -98,17 +128,24 @@ def cve5(paths: list[str]) -> None:
             items += [(f, _git_show(p, f)) for f in files]
         else:
             items += [(str(f), f.read_bytes()) for f in sorted(Path(p).rglob("CVE-*.json"))]
-    keep = []
+    by: dict[str, list[tuple[str, bytes]]] = {"intel": [], "amd": []}
     for name, raw in items:
-        low = raw[:4000].lower()
-        if b'"assignershortname": "intel"' in low or b'"assignershortname": "amd"' in low:
-            keep.append((name, raw))
-    _cve5_run("Intel/AMD CVE JSON 5", keep, published=None, import_cve5=import_cve5)
+        try:
+            who = str(json.loads(raw).get("cveMetadata", {}).get("assignerShortName", ""))
+        except (ValueError, AttributeError):
+            continue
+        if who.lower() in by:
+            by[who.lower()].append((name, raw))
+    print(f"CVE JSON 5 copies {', '.join(paths)}: {len(items)} records; Intel "
+          f"{len(by['intel'])}, AMD {len(by['amd'])}")
+    _cve5_run("Intel CVE JSON 5", by["intel"], published=None, import_cve5=import_cve5)
+    _cve5_run("AMD CVE JSON 5", by["amd"], published=None, import_cve5=import_cve5)
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nvidia", default="/work/.mirror/NVIDIA+product-security/repo")
+    ap.add_argument("--nvidia", default="/work/.mirror/NVIDIA+product-security/repo",
+                    help="'' to skip NVIDIA")
     ap.add_argument("--cve5", nargs="*", default=[])
     a = ap.parse_args(argv)
     if a.nvidia:

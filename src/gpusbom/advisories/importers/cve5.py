@@ -40,7 +40,7 @@ from .csaf import CsafProduct, parse_arch, parse_phrase, target_of
 from .csaf import phrase_class as csaf_phrase_class
 
 __all__ = ["Cve5Import", "advisory_id", "by_advisory", "import_cve5", "phrase_class",
-           "product_platform", "target_for", "vendor_product"]
+           "product_platform", "target_for", "vendor_product", "version_understood"]
 
 # products of other vendors, by name (NVIDIA's go through the CSAF importer's table)
 _OTHER_TARGETS = [
@@ -88,6 +88,7 @@ class Cve5Import:
     skipped: str | None = None
     phrases: int = 0  # version strings of products gpusbom identifies
     parsed: int = 0  # of those, the ones turned into a range, version or fixed version
+    unparsed_phrases: list[str] = field(default_factory=list)  # as written, for reports
 
 
 _BEFORE = re.compile(r"^(?:before|prior to|below)\s+(?:versions?\s+)?v?(\S+)$", re.IGNORECASE)
@@ -230,6 +231,7 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
         lines = g.pop("lines")
         g.pop("named")
         imp.unparsed.extend(f"{g['vendor_product']}: {b}" for b in bad)
+        imp.unparsed_phrases.extend(bad)
         if lines and not g["ranges"] and not g["versions"]:
             g["no_range"] = ("one fixed version per release line (" + ", ".join(lines)
                              + "); the record does not say which line a version is on")
@@ -253,7 +255,7 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
     if not affected:
         imp.skipped = f"{cve}: no product gpusbom identifies"
         return imp
-    title = str(cna.get("title") or "").strip()
+    title = str(cna.get("title") or "").strip() or _fact_title(cna, affected)
     if not title:
         for d in cna.get("descriptions") or []:
             if isinstance(d, dict) and str(d.get("lang", "")).startswith("en"):
@@ -274,6 +276,8 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
                 and len(sources) < 6:
             sources.append(u)
     vuln: dict[str, Any] = {"id": cve, "severity": _scores([cna, *adp]), "affected": affected}
+    if title:
+        vuln["title"] = title
     cwes = sorted({str(d.get("cweId")) for pt in cna.get("problemTypes") or []
                    for d in (pt.get("descriptions") or []) if isinstance(d, dict)
                    and re.fullmatch(r"CWE-\d+", str(d.get("cweId", "")))})
@@ -283,7 +287,9 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
                     if isinstance(d, dict))
     if "disputed" in [str(t).lower() for t in cna.get("tags") or []] or "** DISPUTED **" in text:
         vuln["state"] = "disputed"
-    sa = advisory_id(sources)
+    # the vendor's advisory id from every reference (older Intel records link http://)
+    sa = advisory_id([*sources, *(str(r.get("url", "")) for r in cna.get("references") or []
+                                  if isinstance(r, dict))])
     imp.record = {
         "id": sa or cve,
         "vendor": _VENDORS.get(assigner.lower(), assigner or "CVE"),
@@ -303,6 +309,27 @@ def import_cve5(doc: dict[str, Any], *, source_url: str | None = None,
         imp.record["vendor_id"] = sa
         imp.record["aliases"] = [cve]
     return imp
+
+
+def _fact_title(cna: dict[str, Any], affected: list[dict[str, Any]]) -> str:
+    """A title made of the record's facts, not its prose: the products, the CWE name and
+    the impact class (Intel's records carry no title): ``Intel(R) oneAPI DPC++/C++
+    Compiler software: Uncontrolled Search Path Element (escalation of privilege)``."""
+    cwe, impact = "", ""
+    for pt in cna.get("problemTypes") or []:
+        for d in pt.get("descriptions") or [] if isinstance(pt, dict) else []:
+            if not isinstance(d, dict):
+                continue
+            text = " ".join(str(d.get("description", "")).split())
+            if d.get("cweId"):
+                cwe = cwe or re.sub(r"^CWE-\d+:?\s*", "", text)
+            elif text and len(text) <= 60:
+                impact = impact or text
+    products = list(dict.fromkeys(str(a["vendor_product"]) for a in affected))
+    if not cwe or not products:
+        return ""
+    head = ", ".join(products[:3]) + (f" and {len(products) - 3} more" if len(products) > 3 else "")
+    return f"{head}: {cwe}" + (f" ({impact.lower()})" if impact else "")
 
 
 _SA = re.compile(r"intel-sa-(\d{5})|amd-sb-(\d{4,5})", re.IGNORECASE)
@@ -393,6 +420,16 @@ def _version(v: Any, g: dict[str, Any], scheme: str) -> int:
     if "version" not in got and "versions" not in got and got not in g["ranges"]:
         g["ranges"].append(got)
     return 1
+
+
+def version_understood(v: Any, scheme: str = "intel", *, named: bool = False) -> tuple[bool, str]:
+    """(understood, text) for one ``versions[]`` entry of any product, read as the importer
+    reads it (real-data checks count phrases of products the catalog does not name too)."""
+    g: dict[str, Any] = {"ranges": [], "versions": [], "fixed": [], "phrases": [], "bad": [],
+                         "lines": [], "named": named}
+    ok = _version(v, g, scheme) == 1
+    text = g["bad"][0] if g["bad"] else str(v.get("version", "")) if isinstance(v, dict) else ""
+    return ok, text
 
 
 def _intel_amd(vendor: str) -> str | None:
