@@ -298,7 +298,6 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
         rec = by_advisory(recs)[0]
         vendor = rec["vendor"]
         targets = sorted({a["target"] for v in rec["vulnerabilities"] for a in v["affected"]})
-        found = [t for t in targets if catalog.get(t).names or catalog.get(t).collector]
         for t in targets:
             row = catalog.get(t)
             plats = {a.get("platform") for v in rec["vulnerabilities"] for a in v["affected"]
@@ -307,15 +306,14 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
                 why = (str(row.extra.get("not_identifiable")) if row.extra.get("not_identifiable")
                        else f"{', '.join(row.platforms)}-only product: no Linux target holds it"
                        if row.platforms else "no package name a scan reads")
-                per_product[vendor][t][adv] = ("excluded", "no scan can identify this product: "
+                per_product[vendor][t][adv] = ("unmatched", "no scan can identify this product: "
                                                + why)
-            elif plats <= {"windows", "macos"}:
+            elif None not in plats and "linux" not in plats:
                 per_product[vendor][t][adv] = (
-                    "imported", "Windows only: shown not-affected on Linux (auto-VEX)")
+                    "imported", f"{'/'.join(sorted(map(str, plats)))} only: a Linux component "
+                    "of this product is shown not-affected (auto-VEX)")
             else:
                 per_product[vendor][t][adv] = ("imported", "")
-        if not found:
-            continue
         products = sorted({a["vendor_product"] for v in rec["vulnerabilities"]
                            for a in v["affected"]})
         rec["title"] = f"{adv}: " + "; ".join(products)
@@ -344,6 +342,7 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
                 if st == "imported" or bulletins.get(b) != "imported":
                     bulletins[b] = st
         imported = sum(1 for x in bulletins.values() if x == "imported")
+        unmatched = sum(1 for x in bulletins.values() if x == "unmatched")
         lines += [
             f"{vendor} ({'INTEL-SA' if vendor == 'Intel' else 'AMD-SB'}; CVE JSON 5 records of "
             f"the {vendor.lower() if vendor == 'Intel' else vendor} assigner published on or "
@@ -352,19 +351,22 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
             f"rejected)",
             f"  version phrases (of products in the catalog): {c['phrases']}, parsed "
             f"{c['parsed']}; phrase classes not parsed: {len(cl)}",
-            f"  advisories naming a GPU/AI-stack product in the catalog: {len(bulletins)}; "
-            f"imported {imported}; excluded {len(bulletins) - imported}",
+            f"  advisories naming a GPU/AI-stack product in the catalog: {len(bulletins)}; all "
+            f"in the bundle; {imported} name a product a Linux scan identifies, {unmatched} "
+            f"only products no scan identifies (kept, never matched; reason below)",
+            f"  excluded: {len(bulletins) - imported - unmatched}",
             f"  out of scope (no GPU/AI-stack product in the catalog): "
             f"{len(out_of_scope[vendor])} advisories",
             "",
-            f"  {'product':36} {'seen':>5} {'imported':>9} {'excluded':>9}",
+            f"  {'product':36} {'seen':>5} {'matchable':>9} {'unmatched':>9}",
         ]
         pp = per_product[vendor]
         for t in sorted(pp, key=lambda t: (-len(pp[t]), t)):
             n_imp = sum(1 for st, _ in pp[t].values() if st == "imported")
             lines.append(f"  {t:36} {len(pp[t]):5d} {n_imp:9d} {len(pp[t]) - n_imp:9d}")
         lines.append("")
-        lines.append("  advisories (imported; excluded with the reason):")
+        lines.append("  advisories (imported: a scan can match it; unmatched: kept, with the reason "
+                     "no scan identifies the product):")
         for t in sorted(pp):
             for b, (st, why) in sorted(pp[t].items()):
                 lines.append(f"    {t}: {b}: {st}" + (f" ({why})" if why else ""))

@@ -30,6 +30,7 @@ parse go to ``unparsed`` and make the entry ``no_range`` (``review``), never sil
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,9 +102,10 @@ _LINUX = re.compile(r"\bfor linux\b", re.IGNORECASE)
 
 
 def vendor_product(text: str) -> str:
-    """A vendor product string without trademark marks, spaces collapsed:
-    ``Intel(R) Arc(TM) & Iris(R) Xe Graphics`` -> ``Intel Arc & Iris Xe Graphics``."""
-    return " ".join(_MARKS.sub(" ", text).split())
+    """A vendor product string without trademark marks and HTML entities (Intel writes
+    ``Arc™ &amp; Iris(R) Xe``), spaces collapsed: ``Intel(R) Arc(TM) & Iris(R) Xe
+    Graphics`` -> ``Intel Arc & Iris Xe Graphics``."""
+    return " ".join(_MARKS.sub(" ", html.unescape(text)).split())
 
 
 def product_platform(text: str) -> str | None:
