@@ -5,6 +5,8 @@ free-text versions, structured lessThan ranges, AMD-style unaffected lists)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpusbom.advisories.db import load_records, validate_record
@@ -337,3 +339,32 @@ def test_package_target_via_products_too() -> None:
     from gpusbom.advisories.db import load_bundled
 
     assert _status(c, load_bundled(), "CVE-2025-32434") == ("affected", "2.6.0")
+
+
+def test_cve5_intel_phrase_forms_and_marks() -> None:
+    # the forms Intel's records use (cisagov/vulnrichment copies of Intel's CVE records):
+    # "before versions 2024.1" (plural), "before version v3.0", "versions 15.40 and 15.45",
+    # an HTML entity and (R)/(TM) marks in the product name
+    def one(product: str, version: str) -> dict[str, Any]:
+        doc = {"cveMetadata": {"cveId": "CVE-2099-4010", "assignerShortName": "intel",
+                               "datePublished": "2099-01-01T00:00:00Z"},
+               "containers": {"cna": {"affected": [
+                   {"vendor": "n/a", "product": product,
+                    "versions": [{"status": "affected", "version": version}]}]}}}
+        imp = import_cve5(doc)
+        assert imp.record is not None, (product, imp.unmapped)
+        assert imp.phrases == 1
+        return dict(imp.record["vulnerabilities"][0]["affected"][0])
+
+    assert one("Intel(R) VTune(TM) Profiler software", "before versions 2024.1")["ranges"] == [
+        {"fixed": "2024.1"}]
+    assert one("Intel(R) Neural Compressor software", "before version v3.0")["ranges"] == [
+        {"fixed": "3.0"}]
+    got = one("Intel(R) Graphics Driver installers", "versions 15.40 and 15.45")
+    assert got["versions"] == ["15.40", "15.45"] and "ranges" not in got
+    win = one("Intel(R) Arc\u2122 &amp; Iris(R) Xe graphics software", "before version 32.0.101.6077")
+    assert (win["target"], win["platform"]) == ("intel-graphics-windows-driver", "windows")
+    assert win["vendor_product"] == "Intel(R) Arc\u2122 &amp; Iris(R) Xe graphics software"
+    # "See references": no versions in the record -> no range, never a guess
+    see = one("Intel(R) Graphics Drivers", "See references")
+    assert "ranges" not in see and "See references" in see["no_range"]

@@ -1,4 +1,4 @@
-"""Vendor semantics on real vendor facts: 28 bulletins of NVIDIA, Intel, AMD and OSV.
+"""Vendor semantics on real vendor facts: 38 bulletins of NVIDIA, Intel, AMD and OSV.
 
 The facts (advisory ids, product names and version phrases exactly as the vendor writes
 them, ranges, fixed versions, scores, CWE, the words that place a CVE in a component) are
@@ -18,6 +18,7 @@ its source. The expected verdicts are written from the vendor's text:
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -188,8 +189,10 @@ def _csaf(bid: str) -> dict[str, Any]:
 def _cve5(cve: str, sa: str, url: str, product: str, versions: list[dict[str, str]],
           score: tuple[float, str | None], cwe: str, date: str, *, vendor: str = "Intel",
           assigner: str = "intel", default: str = "unaffected", platforms: list[str] | None = None,
-          tags: list[str] | None = None) -> dict[str, Any]:
-    """A CVE JSON 5 record in the shape Intel's and AMD's records have."""
+          tags: list[str] | None = None,
+          more: Sequence[tuple[str, list[dict[str, str]]]] = ()) -> dict[str, Any]:
+    """A CVE JSON 5 record in the shape Intel's and AMD's records have; ``more``: further
+    ``affected`` entries (product, versions) of the same vendor and default status."""
     affected: dict[str, Any] = {"vendor": vendor, "product": product, "versions": versions,
                                 "defaultStatus": default}
     if platforms:
@@ -198,7 +201,8 @@ def _cve5(cve: str, sa: str, url: str, product: str, versions: list[dict[str, st
     if score[1]:
         metric["vectorString"] = score[1]
     cna: dict[str, Any] = {
-        "affected": [affected],
+        "affected": [affected, *({"vendor": vendor, "product": p, "versions": v,
+                                  "defaultStatus": default} for p, v in more)],
         "descriptions": [{"lang": "en", "value": f"{product} advisory {sa}"}],
         "metrics": [{"cvssV3_1": metric}],
         "problemTypes": [{"descriptions": [{"cweId": cwe, "lang": "en", "type": "CWE"}]}],
@@ -237,11 +241,78 @@ CVE5 = [
           "Intel(R) Data Center GPU Flex Series for Windows driver",
           [{"version": "before version 31.0.101.4314", "status": "affected"}], (7.3, None),
           "CWE-119", "2025-05-13"),
-    # AMD-SB-6019 (2025-03-02): amdgpu / Radeon Software for Linux, fixed in 25.10.1
+    # AMD-SB-6019 (2025-03-02): the record (cvelistV5 cves/2024/36xxx/CVE-2024-36353.json)
+    # names the GPUs/APUs as products and the fix in the version string: "Radeon Software
+    # For Linux 25.10.1" (and "Kernel 6.12.25 LTS" for embedded parts)
     _cve5("CVE-2024-36353", "AMD-SB-6019", AMD_SB.format(n="6019"),
-          "AMD Radeon(TM) Software for Linux", [{"version": "25.10.1", "status": "unaffected"}],
-          (6.5, None), "CWE-1284", "2025-03-02", vendor="AMD", assigner="AMD",
-          default="affected"),
+          "AMD Radeon\u2122 RX 7000/PRO W7000 Series Graphics Products",
+          [{"version": "Radeon Software For Linux 25.10.1", "status": "unaffected"}],
+          (6.5, "CVSS:3.1/AV:L/AC:L/PR:L/UI:N/S:C/C:H/I:N/A:N"), "CWE-459", "2025-03-02",
+          vendor="AMD", assigner="AMD", default="affected",
+          more=[("Ryzen\u2122 Embedded R1000", [{"version": "Kernel 6.12.25 LTS",
+                                                  "status": "unaffected"}]),
+                ("AMD Radeon\u2122 PRO V620", [{"version": "Contact your AMD Customer "
+                                                 "Engineering representative",
+                                                 "status": "unaffected"}])]),
+    # AMD-SB-6005 (2024-08-13): Radeon RX 6000 cards, fixed in the Windows AMD Software
+    # (cves/2023/20xxx/CVE-2023-20509.json)
+    _cve5("CVE-2023-20509", "AMD-SB-6005", AMD_SB.format(n="6005"),
+          "AMD Radeon\u2122 RX 6000 Series Graphics Cards",
+          [{"version": "AMD Software:  Adrenalin Edition 23.12.1 (23.30.13.01)",
+            "status": "unaffected"}],
+          (5.2, "CVSS:3.1/AV:L/AC:H/PR:H/UI:N/S:U/C:L/I:H/A:L"), "CWE-20", "2024-08-13",
+          vendor="AMD", assigner="AMD", default="affected"),
+    # INTEL-SA-01219 (2024-11-13): Neural Compressor (PyPI neural-compressor) before v3.0
+    # (cves/2024/28xxx/CVE-2024-28028.json)
+    _cve5("CVE-2024-28028", "INTEL-SA-01219", INTEL_SA.format(n="01219"),
+          "Intel(R) Neural Compressor software",
+          [{"version": "before version v3.0", "status": "affected"}],
+          (7.5, "CVSS:3.1/AV:A/AC:H/PR:N/UI:N/S:U/C:H/I:H/A:H"), "CWE-20", "2024-11-13",
+          vendor="n/a"),
+    # INTEL-SA-01187 (2024-11-13): VTune Profiler before 2024.2.0 (CVE-2024-37027)
+    _cve5("CVE-2024-37027", "INTEL-SA-01187", INTEL_SA.format(n="01187"),
+          "Intel(R) VTune(TM) Profiler software",
+          [{"version": "before version 2024.2.0", "status": "affected"}],
+          (6.1, "CVSS:3.1/AV:L/AC:L/PR:L/UI:R/S:U/C:L/I:L/A:H"), "CWE-20", "2024-11-13",
+          vendor="n/a"),
+    # INTEL-SA-01155 (2024-11-13): oneMKL "software for Windows" before 2024.2 (CVE-2024-28950)
+    _cve5("CVE-2024-28950", "INTEL-SA-01155", INTEL_SA.format(n="01155"),
+          "Intel(R) oneAPI Math Kernel Library software for Windows",
+          [{"version": "before version 2024.2", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-427", "2024-11-13",
+          vendor="n/a"),
+    # INTEL-SA-01012 (2024-05-16): Libva before 2.20.0 (CVE-2023-39929)
+    _cve5("CVE-2023-39929", "INTEL-SA-01012", INTEL_SA.format(n="01012"),
+          "Libva software maintained by Intel(R)",
+          [{"version": "before version 2.20.0", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-427", "2024-05-16",
+          vendor="n/a"),
+    # INTEL-SA-00818 (2023-08-11): oneVPL GPU runtime before 22.6.5 (CVE-2023-22338; the
+    # record links the advisory over http://)
+    _cve5("CVE-2023-22338", "INTEL-SA-00818",
+          "http://www.intel.com/content/www/us/en/security-center/advisory/intel-sa-00818.html",
+          "Intel(R) oneVPL GPU software",
+          [{"version": "before version 22.6.5", "status": "affected"}],
+          (4.4, "CVSS:3.1/AV:L/AC:L/PR:L/UI:N/S:U/C:L/I:N/A:L"), "CWE-125", "2023-08-11",
+          vendor="n/a"),
+    # INTEL-SA-01158 (2024-11-13): OpenVINO Model Server before 2024.0 (CVE-2024-32048)
+    _cve5("CVE-2024-32048", "INTEL-SA-01158", INTEL_SA.format(n="01158"),
+          "Intel(R) Distribution of OpenVINO(TM) Model Server software",
+          [{"version": "before version 2024.0", "status": "affected"}],
+          (6.5, "CVSS:3.1/AV:A/AC:L/PR:N/UI:N/S:U/C:N/I:N/A:H"), "CWE-20", "2024-11-13",
+          vendor="n/a"),
+    # INTEL-SA-00937 (2024-05-16): two fixes, one per driver line (CVE-2023-43751)
+    _cve5("CVE-2023-43751", "INTEL-SA-00937", INTEL_SA.format(n="00937"),
+          "Intel(R) Graphics Windows DCH driver software",
+          [{"version": "before versions 31.0.101.3790/31.0.101.2114", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-427", "2024-05-16",
+          vendor="n/a"),
+    # INTEL-SA-01165 (2024-11-13): Distribution for Python before 2024.2 (CVE-2024-29083)
+    _cve5("CVE-2024-29083", "INTEL-SA-01165", INTEL_SA.format(n="01165"),
+          "Intel(R) Distribution for Python software",
+          [{"version": "before version 2024.2", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-276", "2024-11-13",
+          vendor="n/a"),
     # AMD-SB-6015 (2024-11-12): HIP SDK (Windows), PRO before 24.10.16
     _cve5("CVE-2024-21937", "AMD-SB-6015", AMD_SB.format(n="6015"), "AMD HIP SDK",
           [{"version": "24.10.16", "status": "unaffected"}], (7.3, None), "CWE-427",
@@ -413,6 +484,34 @@ CASES = [
      "CVE-2024-36292", {}, None),
     ("AMD-SB-6015 HIP SDK Windows", [pkg("deb", "rocm-core", "6.2.0.60200-66~22.04")],
      "CVE-2024-21937", {}, None),
+    # oneAPI PyPI wheels of the same libraries as the intel-oneapi-* debs
+    ("INTEL-SA-01072 wheel affected", [pkg("pypi", "mkl", "2024.0.0")], "CVE-2024-21766", {},
+     ("affected", "2024.1", "vendor-range")),
+    ("INTEL-SA-01243 wheel", [pkg("pypi", "dpcpp-cpp-rt", "2024.2.1")], "CVE-2024-47795", {},
+     ("affected", "2025.0.0", "vendor-range")),
+    ("INTEL-SA-01219 wheel", [pkg("pypi", "neural-compressor", "2.6")], "CVE-2024-28028", {},
+     ("affected", "3.0", "vendor-range")),
+    ("INTEL-SA-01219 wheel fixed", [pkg("pypi", "neural-compressor", "3.0")], "CVE-2024-28028",
+     {}, None),
+    ("INTEL-SA-01187 vtune deb", [pkg("deb", "intel-oneapi-vtune", "2024.1.0-573")],
+     "CVE-2024-37027", {}, ("affected", "2024.2.0", "vendor-range")),
+    ("INTEL-SA-01165 python deb", [pkg("deb", "intel-oneapi-python", "2024.1.0-1")],
+     "CVE-2024-29083", {}, ("affected", "2024.2", "vendor-range")),
+    # "... software for Windows": the Linux deb of the same library is not affected
+    ("INTEL-SA-01155 Windows-only", [pkg("deb", "intel-oneapi-mkl-2024.1", "2024.1.0-691")],
+     "CVE-2024-28950", {}, ("not-affected", None, "windows-only")),
+    ("INTEL-SA-01012 libva", [pkg("deb", "libva2", "2.17.0-1")], "CVE-2023-39929", {},
+     ("affected", "2.20.0", "vendor-range")),
+    ("INTEL-SA-00818 oneVPL GPU", [pkg("deb", "libmfx-gen1.2", "22.6.4-1")], "CVE-2023-22338",
+     {}, ("affected", "22.6.5", "vendor-range")),
+    # the compute runtime's 24.x is not the oneVPL GPU runtime's 22.x
+    ("INTEL-SA-00818 not the compute runtime", [pkg("deb", "intel-opencl-icd", "22.43.24595.41-1")],
+     "CVE-2023-22338", {}, None),
+    # the model server is not the openvino wheel
+    ("INTEL-SA-01158 model server", [pkg("pypi", "openvino", "2023.3.0")], "CVE-2024-32048", {},
+     None),
+    ("AMD-SB-6005 Windows AMD Software", [pkg("deb", "amdgpu-dkms", "1:6.3.6.60100-1756574.22.04")],
+     "CVE-2023-20509", {}, None),
     ("GHSA torch", [pkg("pypi", "torch", "2.5.1")], "CVE-2025-32434", {},
      ("affected", "2.6.0", "vendor-range")),
     ("GHSA torch NGC pre-release", [pkg("pypi", "torch", "2.6.0a0+ecf3bae40a.nv25.1")],
@@ -471,3 +570,38 @@ def test_cuda_toolkit_cve_in_an_absent_tool_is_not_affected() -> None:
     assert verdict([_toolkit("cuobjdump nvdisasm")], "CVE-2024-53870", target_kind="image") == (
         "affected", "12.8", "vendor-range")
     assert verdict([_toolkit("")], "CVE-2024-53870") == ("affected", "12.8", "vendor-range")
+
+
+def _aff(cve: str) -> list[dict[str, Any]]:
+    doc = next(d for d in CVE5 if d["cveMetadata"]["cveId"] == cve)
+    imp = import_cve5(doc)
+    assert imp.record is not None
+    return list(imp.record["vulnerabilities"][0]["affected"])
+
+
+def test_amd_software_named_in_the_version_strings() -> None:
+    # AMD-SB-6019: the product is the GPU; "Radeon Software For Linux 25.10.1" is the fix
+    (a,) = _aff("CVE-2024-36353")
+    assert (a["target"], a["vendor_product"], a["fixed"]) == (
+        "amdgpu-linux-driver", "Radeon Software For Linux", ["25.10.1"])
+    assert "no_range" in a and "ranges" not in a  # AMD does not say which versions are affected
+    # AMD-SB-6005: the fix is a Windows AMD Software release
+    (b,) = _aff("CVE-2023-20509")
+    assert (b["target"], b["platform"], b["fixed"]) == ("amd-software-windows", "windows",
+                                                         ["23.12.1"])
+
+
+def test_intel_two_fixes_are_release_lines_not_a_range() -> None:
+    # INTEL-SA-00937: "before versions 31.0.101.3790/31.0.101.2114" names one fix per line
+    (a,) = _aff("CVE-2023-43751")
+    assert a["platform"] == "windows" and "ranges" not in a
+    assert a["fixed"] == ["31.0.101.3790", "31.0.101.2114"]
+    assert "release line" in a["no_range"]
+
+
+def test_intel_records_keep_the_advisory_id_and_facts() -> None:
+    by_id = {a.id: a for a in _db()}
+    adv = by_id["INTEL-SA-00818"]  # linked over http:// in the record
+    assert "CVE-2023-22338" in adv.aliases
+    v = next(v for v in adv.vulnerabilities if v.id == "CVE-2023-22338")
+    assert v.cwe == ("CWE-125",) or list(v.cwe) == ["CWE-125"]
