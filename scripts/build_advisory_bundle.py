@@ -229,6 +229,15 @@ def _report(per_product: dict[str, dict[str, tuple[str, str]]], unmapped: dict[s
     return out
 
 
+COPIES: list[str] = []  # the CVE JSON 5 copies read, for the report
+
+
+def _origin(gitdir: str) -> str:
+    """``owner/name`` of a ``fetch`` mirror (``.../owner+name/repo``), else the path."""
+    parts = Path(gitdir).resolve().parts
+    return parts[-2].replace("+", "/", 1) if len(parts) > 1 and parts[-1] == "repo" else gitdir
+
+
 def _cve5_items(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(where, record) of every Intel/AMD CVE JSON 5 record under the paths; one per CVE,
     the copy with the latest ``dateUpdated`` winning."""
@@ -236,10 +245,13 @@ def _cve5_items(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     for p in paths:
         if Path(p, "HEAD").exists() or (Path(p) / ".git").exists():
             git = _Git(p)
+            COPIES.append(f"{_origin(p)} at {git.commit[:12]}")
             names = [f for f in git.files if f.rsplit("/", 1)[-1].startswith("CVE-")
                      and f.endswith(".json")]
             blobs = ((f"{p}@{git.commit[:12]}:{f}", git.read(f) or b"") for f in names)
         else:
+            COPIES.append(f"{Path(p).name}/ ({sum(1 for _ in Path(p).rglob('CVE-*.json'))} "
+                          "records)")
             blobs = ((str(f), f.read_bytes()) for f in sorted(Path(p).rglob("CVE-*.json")))
         for where, raw in blobs:
             try:
@@ -259,11 +271,13 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
     from gpusbom import catalog
     from gpusbom.advisories.db import AdvisoryError, validate_record
     from gpusbom.advisories.importers.cve5 import advisory_id, by_advisory, import_cve5
-    from gpusbom.advisories.importers.cve5 import phrase_class
+    from gpusbom.advisories.importers.cve5 import phrase_class, version_understood
 
     items = _cve5_items(paths)
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     classes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    all_classes: dict[str, collections.Counter[str]] = collections.defaultdict(
+        collections.Counter)
     per_adv: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     out_of_scope: dict[str, dict[str, set[str]]] = collections.defaultdict(
         lambda: collections.defaultdict(set))
@@ -279,6 +293,14 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
             c["before"] += 1
             continue
         c["since"] += 1
+        for a in (doc.get("containers") or {}).get("cna", {}).get("affected") or []:
+            for v in a.get("versions") or [] if isinstance(a, dict) else []:
+                if isinstance(v, dict) and v.get("status") in ("affected", "unaffected"):
+                    good, text = version_understood(v, named=vendor == "AMD")
+                    c["all_phrases"] += 1
+                    c["all_parsed"] += good
+                    if not good:
+                        all_classes[vendor][phrase_class(text)] += 1
         imp = import_cve5(doc)
         c["phrases"] += imp.phrases
         c["parsed"] += imp.parsed
@@ -347,10 +369,15 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
             f"{vendor} ({'INTEL-SA' if vendor == 'Intel' else 'AMD-SB'}; CVE JSON 5 records of "
             f"the {vendor.lower() if vendor == 'Intel' else vendor} assigner published on or "
             f"after {since})",
+            f"  copies read: {'; '.join(COPIES)}",
             f"  CVE records: {c['records']} ({c['since']} since {since}, {c['rejected']} "
             f"rejected)",
             f"  version phrases (of products in the catalog): {c['phrases']}, parsed "
             f"{c['parsed']}; phrase classes not parsed: {len(cl)}",
+            f"  version phrases (of every product in the records): {c['all_phrases']}, parsed "
+            f"{c['all_parsed']}; phrase classes not parsed: {len(all_classes[vendor])} (most "
+            f"common: " + "; ".join(f"{k!r} {n}" for k, n in all_classes[vendor].most_common(4))
+            + ")",
             f"  advisories naming a GPU/AI-stack product in the catalog: {len(bulletins)}; all "
             f"in the bundle; {imported} name a product a Linux scan identifies, {unmatched} "
             f"only products no scan identifies (kept, never matched; reason below)",
