@@ -12,10 +12,14 @@ Meant for a many-core GPU host (the H200 machines): it needs no network and no D
 2. Floors, each over the same blobs: every layer inflated by one ISA-L thread, all layers
    at once (wall: the parallel floor; per layer: the single-thread time, the largest
    layer's among them); sha256 of every blob; the CPU they add up to, divided by the cores.
-3. ``gpusbom scan`` of the layout: on all cores (repeated), with parallel inflate off
-   (``GPUSBOM_INFLATE_THREADS=1``), on half the cores; wall, CPU and the peak memory of the
-   process tree (PSS where the kernel offers it, else RSS); then with the layer cache,
-   cold and warm.
+   rapidgzip's command line alone on the largest blob (2, 4, 8, 16 threads).
+3. ``gpusbom scan`` of the layout: on all cores with the default ``--max-memory`` and with
+   2G (``--repeat`` times each, with each layer's timeline from ``GPUSBOM_DEBUG_INFLATE``),
+   with parallel inflate off (``GPUSBOM_INFLATE_THREADS=1``), on half the cores; wall, CPU
+   and the peak memory of the process tree (PSS where the kernel offers it, else RSS, and
+   each process's share at the peak); then with the layer cache, cold and warm. Timed runs
+   set ``GPUSBOM_DB_AUTO_UPDATE=0``. Where ``PYTHONDONTWRITEBYTECODE`` is set, byte-compile
+   first (``python -m compileall``), as ``pip install`` does.
 4. ``gpusbom scan --host`` (median of 5, and a cProfile of one run), ``gpusbom check
    SMALL --host`` (median of 5; the first one scans the host, later ones reuse it),
    ``gpusbom version`` and a small image scan (median of 5 each).

@@ -12,10 +12,11 @@ inflate pipeline in a worker thread (hashlib, ISA-L and zstd release the GIL
 on large buffers) so that the consumer (the tar parser) overlaps with it.
 
 A large gzip blob that is a file of its own (an OCI layout blob; ``BlobSpan``) can be
-inflated on several cores at once with rapidgzip (``parallel=N``), its sha256 hashed by
-another thread reading the same bytes with ``pread``. A blob inside an archive stays on
-the sequential path: rapidgzip would read it through a Python file object, under the
-interpreter lock that the tar parser holds most of the time. rapidgzip stops quietly at a
+inflated on several cores at once with rapidgzip (``parallel=N``), run as a child process
+(its own command line, given the blob's descriptor) whose output is read from a pipe, its
+sha256 hashed by another thread reading the same bytes with ``pread``. A blob inside an
+archive stays on the sequential path (rapidgzip would have to read it through a Python
+file object). rapidgzip stops quietly at a
 truncated end and refuses trailing zero padding, so its result is only trusted when the
 blob's last gzip footer agrees with what it produced; on any doubt (an error, a footer
 that does not match, an output/input ratio above ``PARALLEL_MAX_RATIO``) the blob is
