@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import AdvisoryError
+
 __all__ = ["KEV_URL", "KevError", "check_descriptions", "check_kev", "clean_text",
            "csaf_descriptions", "osv_description", "parse_kev"]
 
@@ -29,8 +31,9 @@ _MAX_DESCRIPTION = 4000  # characters kept of one description
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+")
 
 
-class KevError(ValueError):
-    """The KEV document is not CISA's format (or arrived cut short)."""
+class KevError(AdvisoryError):
+    """The KEV document is not CISA's format (or arrived cut short), or a stored copy of it
+    or of the descriptions is malformed."""
 
 
 def parse_kev(doc: Any) -> dict[str, Any]:
