@@ -99,6 +99,9 @@ class Evidence:
     # SHA-256 (hex) of the file at ``path``, computed from its bytes as the layer streamed
     # (GPU binaries only: ``gpu-binaries`` evidence)
     sha256: str | None = None
+    # ``ALG:HEX``: the digest of the file at ``path`` as its package declared it at install
+    # time (dpkg ``md5sums`` -> ``md5:``, a wheel's ``RECORD`` -> ``sha256:``); not computed
+    declared_digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,8 @@ class Component:
         for ev in d["evidence"]:
             if ev["sha256"] is None:  # only GPU binaries have one: keep the others as they were
                 del ev["sha256"]
+            if ev["declared_digest"] is None:  # only files a package manifest lists
+                del ev["declared_digest"]
         return d
 
     @classmethod

@@ -90,6 +90,10 @@ def run_collectors(
     from .identity import fill_product_cpes
 
     components = fuse(packages, observations, ownership.owner)
+    from .collectors._digests import attach_declared_digests
+
+    # the digests dpkg md5sums / wheel RECORD declare for files that are evidence
+    attach_declared_digests(components, ownership, fs.read_text)
     fill_product_cpes(components)  # NVD's name for every GPU product found (catalog rows)
     return components, unknowns
 

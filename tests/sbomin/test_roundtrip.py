@@ -102,7 +102,8 @@ def test_components_and_gpu_facts_round_trip(scanned: Any, fmt: str) -> None:
         # evidence paths survive (SPDX and native keep every field)
         assert {e.path for e in b.evidence} == {e.path for e in c.evidence}, c.bom_ref
         if fmt in ("json", "spdx-json", "spdx-tag-value", "cyclonedx-json"):
-            key = lambda e: (e.collector, e.method, e.path or "", e.layer or "", e.detail or "")
+            key = lambda e: (e.collector, e.method, e.path or "", e.layer or "", e.detail or "",
+                             e.sha256 or "", e.declared_digest or "")
             assert sorted(map(key, b.evidence)) == sorted(map(key, c.evidence)), c.bom_ref
     # target: what was scanned (not the reference: that is the SBOM's now)
     t, o = back.target, orig.target

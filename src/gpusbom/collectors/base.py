@@ -43,6 +43,8 @@ class OwnershipIndex:
         self._fs = fs
         self._owners: dict[str, Component] = {}
         self._dirs: dict[str, str] = {}
+        #: id(package) -> (package, manifest kind, manifest path, base directory)
+        self._manifests: dict[int, tuple[Component, str, str, str]] = {}
 
     def _dir(self, head: str) -> str:
         """The real path of directory ``head`` without its trailing slash ("" for "/").
@@ -99,6 +101,19 @@ class OwnershipIndex:
     def owner(self, path: str) -> Component | None:
         return self._owners.get(self._key(path))
 
+    def key(self, path: str) -> str:
+        """``path`` with its directory resolved inside the image (how files are compared)."""
+        return self._key(path)
+
+    def add_manifest(self, component: Component, kind: str, path: str, base: str) -> None:
+        """``component``'s file manifest with digests (``md5sums`` or ``record``), read
+        after collection for the files that are evidence (``collectors._digests``)."""
+        self._manifests[id(component)] = (component, kind, path, base)
+
+    def manifest(self, component: Component) -> tuple[str, str, str] | None:
+        m = self._manifests.get(id(component))
+        return (m[1], m[2], m[3]) if m is not None and m[0] is component else None
+
     def __len__(self) -> int:
         return len(self._owners)
 
@@ -121,6 +136,12 @@ class CollectContext:
         """Record that ``component`` (a package) owns ``paths`` (absolute image paths)."""
         if self.ownership is not None:
             self.ownership.add(component, paths)
+
+    def manifest(self, component: Component, kind: str, path: str, base: str = "/") -> None:
+        """Record that ``path`` (a dpkg ``md5sums``, a wheel ``RECORD``) declares the
+        digests of ``component``'s files (paths relative to ``base``)."""
+        if self.ownership is not None:
+            self.ownership.add_manifest(component, kind, path, base)
 
     def owner(self, path: str) -> Component | None:
         """The package component owning ``path``, when a package database says so."""

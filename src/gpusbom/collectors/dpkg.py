@@ -54,6 +54,7 @@ STATUS = "/var/lib/dpkg/status"
 STATUS_D = "/var/lib/dpkg/status.d"
 INFO = "/var/lib/dpkg/info"
 LIST_GLOB = INFO + "/*.list"
+MD5SUMS_GLOB = INFO + "/*.md5sums"
 MAX_LIST = 64 * 1024 * 1024
 COPYRIGHT_GLOB = "/usr/share/doc/*/copyright"
 
@@ -269,11 +270,12 @@ def deb_purl(pkg: DebPackage, os_release: dict[str, str]) -> str:
 class DpkgCollector(Collector):
     id = "dpkg"
     phase = 1
-    version = "1"
+    version = "2"  # 2: info/*.md5sums (declared file digests)
     paths = (
         PathSpec(STATUS, history=True),
         PathSpec(STATUS_D + "/*", max_size=8 * 1024 * 1024),
         PathSpec(LIST_GLOB, max_size=MAX_LIST),
+        PathSpec(MD5SUMS_GLOB, max_size=MAX_LIST),
         PathSpec(COPYRIGHT_GLOB, max_size=1024 * 1024),
     )
 
@@ -284,7 +286,7 @@ class DpkgCollector(Collector):
         seen: set[tuple[str, str, str]] = set()
         licenses: dict[str, list[str]] = {}
         try:
-            lists = {n for n in fs.listdir(INFO) if n.endswith(".list")}
+            lists = {n for n in fs.listdir(INFO) if n.endswith((".list", ".md5sums"))}
         except (OSError, LookupError):
             lists = set()
 
@@ -368,6 +370,12 @@ class DpkgCollector(Collector):
         if pkg.architecture:
             names.append(f"{pkg.name}:{pkg.architecture}.list")
         names.append(f"{pkg.name}.list")
+        # the package's md5sums: the digests dpkg recorded for its files (_digests.py)
+        sums = [n[:-5] + ".md5sums" for n in names if n[:-5] + ".md5sums" in lists]
+        if sums:
+            ctx.manifest(comp, "md5sums", f"{INFO}/{sums[0]}")
+        elif md5sums is not None:
+            ctx.manifest(comp, "md5sums", md5sums)
         for n in names:
             if n not in lists:
                 continue

@@ -276,6 +276,8 @@ class PythonCollector(Collector):
             if not fs.is_file(path):
                 return
             ctx.claim(comp, parse(fs.read_text(path), base))
+            if parse is parse_record:  # its sha256 column: declared digests (_digests.py)
+                ctx.manifest(comp, "record", path, base)
         except Exception as e:  # noqa: BLE001 - ownership is best effort, say so
             ctx.unknown(f"cannot read Python package file list: {e}", path)
 

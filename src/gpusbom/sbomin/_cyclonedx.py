@@ -29,7 +29,8 @@ from ._read import display_name
 
 _MAX_DEPTH = 64
 #: per-evidence properties the CycloneDX writer adds (evidence goes back into Evidence)
-_EVIDENCE_KEYS = {"collector", "evidence:method", "layer", "path", "evidence:detail", "sha256"}
+_EVIDENCE_KEYS = {"collector", "evidence:method", "layer", "path", "evidence:detail", "sha256",
+                  "declared-digest"}
 #: methods whose evidence usually has no path (image config, NVML)
 _PATHLESS = ("env", "label", "device")
 _RESERVED = _EVIDENCE_KEYS | {"ecosystem", "contained-by", "purl:unparsable", "cpe:invalid"}
@@ -163,6 +164,11 @@ def _own_evidence(props: list[tuple[str, str]], occ: list[tuple[str, str | None]
         out = [dataclasses.replace(e, sha256=digests[e.path])
                if e.sha256 is None and e.path in digests and e.collector == "gpu-binaries" else e
                for e in out]
+    # gpusbom:declared-digest = PATH=ALG:HEX (a package manifest's digest of that file)
+    declared = dict(v.rsplit("=", 1) for v in vals.get("declared-digest", []) if "=" in v)
+    if declared:
+        out = [dataclasses.replace(e, declared_digest=declared[e.path])
+               if e.declared_digest is None and e.path in declared else e for e in out]
     return out
 
 

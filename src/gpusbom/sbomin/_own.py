@@ -23,11 +23,12 @@ from ..model import (
 
 PREFIX = PROPERTY_NAMESPACE + ":"
 
-#: ``collector=X; method=Y[; path=P][; layer=L][; sha256=H][; detail=D]`` (CycloneDX additionalContext
+#: ``collector=X; method=Y[; path=P][; layer=L][; sha256=H][; declared=ALG:H][; detail=D]`` (CycloneDX additionalContext
 #: and the SPDX ``gpusbom:evidence:`` comment lines; detail comes last and may hold "; ")
 _EVIDENCE_RX = re.compile(
     r"^collector=(?P<collector>[^;]*); method=(?P<method>[^;]*)"
     r"(?:; path=(?P<path>.*?))?(?:; layer=(?P<layer>[^;]*))?(?:; sha256=(?P<sha256>[0-9a-f]{64}))?"
+    r"(?:; declared=(?P<declared>[a-z0-9]+:[0-9a-f]+))?"
     r"(?:; detail=(?P<detail>.*))?$",
     re.DOTALL,
 )
@@ -56,6 +57,7 @@ def parse_evidence(text: str, path: str | None = None) -> Evidence | None:
         layer=m.group("layer") or None,
         detail=m.group("detail") or None,
         sha256=m.group("sha256") or None,
+        declared_digest=m.group("declared") or None,
     )
 
 

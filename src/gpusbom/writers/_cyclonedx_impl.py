@@ -141,6 +141,8 @@ def _evidence_context(ev: Evidence) -> str:
         parts.append(f"layer={ev.layer}")
     if ev.sha256:  # before detail: a detail may hold "; " and is read to the end
         parts.append(f"sha256={ev.sha256}")
+    if ev.declared_digest:  # what the package's manifest (md5sums, RECORD) declares
+        parts.append(f"declared={ev.declared_digest}")
     if ev.detail:
         parts.append(f"detail={ev.detail}")
     return "; ".join(parts)
@@ -198,6 +200,9 @@ def _component_properties(c: Component, contained_by: list[str]) -> list[Propert
             props.append(Property(name=prop("evidence:detail"), value=ev.detail))
         if ev.sha256:
             props.append(Property(name=prop("sha256"), value=f"{ev.path}={ev.sha256}"))
+        if ev.declared_digest:
+            props.append(Property(name=prop("declared-digest"),
+                                  value=f"{ev.path}={ev.declared_digest}"))
     for k, v in sorted(c.properties.items()):
         props.append(Property(name=prop(k), value=v))
     for parent in contained_by:

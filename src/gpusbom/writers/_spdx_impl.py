@@ -171,6 +171,8 @@ def _component_comment(c: Component, notes: list[str]) -> str | None:
             bits.append(f"layer={ev.layer}")
         if ev.sha256:  # before detail (see the CycloneDX writer)
             bits.append(f"sha256={ev.sha256}")
+        if ev.declared_digest:  # a file's digest as its package declared it (not computed)
+            bits.append(f"declared={ev.declared_digest}")
         if ev.detail:
             bits.append(f"detail={ev.detail}")
         lines.append(f"{prop('evidence')}: " + "; ".join(bits))

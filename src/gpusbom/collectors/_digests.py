@@ -1,0 +1,110 @@
+"""Package-declared file digests as evidence: dpkg ``md5sums`` and a wheel's ``RECORD``.
+
+A package manager records a digest of every file it installs: dpkg writes
+``/var/lib/dpkg/info/<pkg>.md5sums`` (``<md5>  <path relative to />``), pip writes the
+dist-info ``RECORD`` (``path,sha256=<urlsafe base64, no padding>,size``). The package
+catalogers (dpkg, python) register each package's manifest while they claim its files;
+after fusion, each file that is evidence of that package (a library a stack collector
+found, a GPU binary, the dist-info ``METADATA``) gets the digest its manifest declares
+(``Evidence.declared_digest``, ``md5:HEX`` / ``sha256:HEX``).
+
+No extra read of layer data: the manifests were captured in the single layer pass (the
+python collector reads ``RECORD`` for ownership anyway; dpkg captures ``info/*.md5sums``),
+and only the manifests of packages with file evidence are parsed, only for those files.
+A declared digest says what the package shipped, not what the file now holds: a file
+changed after installation keeps its declared digest (the GPU binary's computed
+``sha256`` beside it tells). ``GPUSBOM_NO_DECLARED_DIGESTS=1`` turns this off
+(benchmarks/scan_gpu_binaries.py measures the cost).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from ..model import Component
+from .base import OwnershipIndex
+from .python import _under
+
+__all__ = ["attach_declared_digests", "parse_md5sums_digests", "parse_record_digests"]
+
+log = logging.getLogger(__name__)
+
+
+def _enabled() -> bool:
+    return os.environ.get("GPUSBOM_NO_DECLARED_DIGESTS", "") in ("", "0")
+
+
+def parse_md5sums_digests(text: str) -> Iterator[tuple[str, str]]:
+    """(absolute path, ``md5:HEX``) of a dpkg ``md5sums`` file."""
+    for ln in text.split("\n"):
+        if len(ln) < 35 or ln[32] != " ":
+            continue
+        digest = ln[:32].lower()
+        rel = (ln[34:] if ln[33] in " *" else ln[33:]).lstrip("/")
+        if rel and rel != "." and all(c in "0123456789abcdef" for c in digest):
+            yield "/" + rel, "md5:" + digest
+
+
+def _record_digest(value: str) -> str | None:
+    """``sha256=<urlsafe b64>`` -> ``sha256:HEX`` (None when empty or malformed)."""
+    alg, sep, b64 = value.strip().partition("=")
+    if not sep or not b64 or not alg.isalnum():
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return f"{alg.lower()}:{raw.hex()}" if raw else None
+
+
+def parse_record_digests(text: str, base: str) -> Iterator[tuple[str, str]]:
+    """(absolute path, ``ALG:HEX``) of a dist-info ``RECORD`` (``base``: the directory
+    holding the ``.dist-info``); rows without a hash (RECORD itself, .pyc) are skipped."""
+    rows: Iterable[list[str]] = (csv.reader(text.splitlines()) if '"' in text
+                                 else (ln.split(",") for ln in text.splitlines()))
+    for row in rows:
+        if len(row) < 2 or not row[1]:
+            continue
+        path = _under(base, row[0])
+        digest = _record_digest(row[1])
+        if path is not None and digest is not None:
+            yield path, digest
+
+
+def attach_declared_digests(components: list[Component], ownership: OwnershipIndex,
+                            read_text: Callable[[str], str]) -> None:
+    """Set ``declared_digest`` on the file evidence of each package with a manifest.
+
+    ``read_text``: the filesystem view's ``read_text`` (captured content, in memory)."""
+    if not _enabled():
+        return
+    for c in components:
+        m = ownership.manifest(c)
+        if m is None:
+            continue
+        kind, manifest, base = m
+        wanted: dict[str, list[int]] = {}
+        for i, ev in enumerate(c.evidence):
+            if ev.path and ev.path != manifest and ev.declared_digest is None:
+                wanted.setdefault(ownership.key(ev.path), []).append(i)
+        if not wanted:
+            continue
+        names = {k.rsplit("/", 1)[-1] for k in wanted}
+        try:
+            text = read_text(manifest)
+        except Exception as exc:  # noqa: BLE001 - a declared digest is extra evidence, never required
+            log.debug("declared digests: cannot read %s: %s", manifest, exc)
+            continue
+        entries = (parse_md5sums_digests(text) if kind == "md5sums"
+                   else parse_record_digests(text, base))
+        for path, digest in entries:
+            if path.rsplit("/", 1)[-1] not in names:
+                continue  # the cheap test first: most manifest lines are other files
+            for i in wanted.get(ownership.key(path), ()):
+                c.evidence[i] = dataclasses.replace(c.evidence[i], declared_digest=digest)
