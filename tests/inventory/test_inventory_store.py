@@ -322,6 +322,33 @@ def test_metrics_text_is_what_the_prometheus_writer_writes(db_url: str) -> None:
     assert 'subject="gpu-\\"x\\"\\\\\\n<script>"' in text
 
 
+def test_dashboard_keeps_overview_and_metrics_until_a_scan_is_stored(db_url: str) -> None:
+    """The dashboard keeps the overview and the metrics text per inventory version (count
+    and newest ingest of the stored scans): the same as computed fresh, until a scan is
+    stored; the scan ages of /metrics follow the clock."""
+    from gpusbom.inventory.metrics import Exposition, render
+    from gpusbom.inventory.web import pages
+
+    adb = load_records([], source="test")
+    with Store(db_url) as store:
+        store.ingest(host_scan("gpu-c1", gpus=("0000:00:06.0",)))
+        store.ingest(image_scan("registry.local/ml/serve", "1.4", torch="2.5.1"))
+        cache, exp = pages.Cache(), Exposition(store)
+        v1 = pages.inventory_version(store)
+        first = pages.overview(store, adb, cache)
+        assert first == pages.overview(store, adb) and first["hosts"] == 1
+        now = 1767225600.0 + 60
+        assert exp.render(v1, now=now) == render(store, now=now)
+        later = exp.render(v1, now=now + 3600)  # kept gauges, ages of now
+        assert later == render(store, now=now + 3600) and later != render(store, now=now)
+        store.ingest(host_scan("gpu-c2", ts="2026-01-02T00:00:00Z"))
+        v2 = pages.inventory_version(store)
+        assert v2 != v1
+        assert pages.overview(store, adb, cache)["hosts"] == 2
+        assert exp.render(v2, now=now) == render(store, now=now)
+        assert 'subject="gpu-c2"' in exp.render(v2, now=now)
+
+
 def test_migrated_schema_matches_the_tables(db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext

@@ -163,3 +163,32 @@ def render(store: Store, *, now: float | None = None) -> str:
     """The exposition text (the dashboard's /metrics): the bytes the prometheus writer
     makes of ``collector(store)``, formatted directly."""
     return text(families(store, time.time() if now is None else now))
+
+
+class Exposition:
+    """``render`` for a server: the text of every gauge is kept until ``version`` (of the
+    stored scans) changes, and the scan ages are computed per request from the kept scan
+    times, as ``render`` computes them."""
+
+    AGE = "gpusbom_inventory_scan_age_seconds"
+    TS = "gpusbom_inventory_scan_timestamp_seconds"
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._kept: tuple[Any, list[tuple[Family, str | None]]] | None = None
+
+    def render(self, version: Any, *, now: float | None = None) -> str:
+        now = time.time() if now is None else now
+        kept = self._kept
+        if kept is None or kept[0] != version:
+            fams = families(self.store, now)
+            kept = self._kept = (version, [(f, None if f[0] == self.AGE else text([f]))
+                                           for f in fams])
+        times = next(f for f, _ in kept[1] if f[0] == self.TS)[3]
+        parts = []
+        for (name, doc, labels, _samples), txt in kept[1]:
+            if txt is None:
+                txt = text([(name, doc, labels,
+                             [(values, max(0.0, now - t)) for values, t in times])])
+            parts.append(txt)
+        return "".join(parts)

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 
 from ... import __version__
 from ...errors import InputError, UsageError
+from ..metrics import Exposition
 from ..store import Store
 from . import fleet, pages
 
@@ -123,6 +124,7 @@ class Dashboard:
         self.store = Store(url)
         self.adb = adb if adb is not None else load_active()
         self.cache = pages.Cache()
+        self.metrics = Exposition(self.store)
         self.env = _templates()
 
     def html(self, template: str, request: Request, data: dict[str, Any],
@@ -135,7 +137,7 @@ class Dashboard:
     def builders(self) -> dict[str, Callable[[Request], dict[str, Any]]]:
         q = _q
         return {
-            "overview": lambda r: pages.overview(self.store, self.adb),
+            "overview": lambda r: pages.overview(self.store, self.adb, self.cache),
             "search": lambda r: pages.search(self.store, {
                 **{k: q(r, k) for k in pages.SEARCH_FIELDS if k != "label"},
                 "label": r.query_params.getlist("label")}),
@@ -247,7 +249,7 @@ def create_app(url: str | None, *, token: str | None = None, adb: Any = None) ->
 
     def metrics(request: Request) -> Response:
         try:
-            text = dash.store.metrics()
+            text = dash.metrics.render(pages.inventory_version(dash.store))
         except Exception:
             log.exception("metrics failed")
             return PlainTextResponse("metrics unavailable (see the server log)\n", 500)

@@ -125,7 +125,21 @@ def advisory_db_info(adb: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ overview
 
 
-def overview(store: Store, adb: Any) -> dict[str, Any]:
+def overview(store: Store, adb: Any, cache: Cache | None = None) -> dict[str, Any]:
+    """The fleet overview, kept (``cache``) until a scan is stored: every panel is a
+    function of the stored scans, the advisory database's age is computed per request."""
+    key = ("overview", inventory_version(store))
+    data = cache.get(key) if cache is not None else None
+    if data is None:
+        data = _overview(store)
+        if cache is not None:
+            cache.put(key, data)
+    out = dict(data)  # the cached dict is shared: not changed here
+    out["advisory_db"] = advisory_db_info(adb)
+    return out
+
+
+def _overview(store: Store) -> dict[str, Any]:
     """Read from the latest scans' rows only, each table joined once to the ``latest``
     table ingest keeps (devices carry their driver version; findings are read as the
     per-scan counts stored at ingest): no stored component or finding row is read, so a
@@ -219,7 +233,7 @@ def overview(store: Store, adb: Any) -> dict[str, Any]:
         "by_cuda": counts(by_cuda), "by_probe": counts(by_probe),
         "images_by_stack": [{"stack": k, "images": n} for k, n in
                             sorted(by_stack.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "advisory_db": advisory_db_info(adb),
+        "advisory_db": None,  # per request (its age)
         "advisories_in_fleet": touched,
         "host_list": host_rows[:ROW_LIMIT], "image_list": image_rows[:ROW_LIMIT],
         "truncated": len(host_rows) > ROW_LIMIT or len(image_rows) > ROW_LIMIT,
