@@ -67,14 +67,11 @@ def run_gate(req: GateRequest) -> GateReport:
 
 
 def _scan_host(req: GateRequest, db: AdvisoryDB) -> ScanResult:
-    from .host import scan_host
+    from .pipeline import HostOptions, ProbeOptions, ScanRequest, scan
 
-    result = scan_host(req.host_root or "/", advisory_db=db)
-    if req.probe:
-        from .probe import attach_probes, run_probes
-
-        attach_probes(result, run_probes(None, timeout=req.probe_timeout))
-    return result
+    return scan(ScanRequest(host=HostOptions(root=req.host_root or "/"), advisory_db=db,
+                            probe=ProbeOptions(timeout=req.probe_timeout) if req.probe
+                            else None))
 
 
 def _load_target(target: str, db: AdvisoryDB, platform: str | None) -> ScanResult:
@@ -89,8 +86,8 @@ def _load_target(target: str, db: AdvisoryDB, platform: str | None) -> ScanResul
             raise InputError(f"{path}: SBOM file not found")
         if kind is None:
             raise InputError(f"{path}: not a CycloneDX, SPDX or gpusbom JSON SBOM")
-    from .scan import scan, scan_sbom
+    from .pipeline import ScanRequest, scan
 
     if kind is None:
-        return scan(target, platform=platform, advisory_db=db)
-    return scan_sbom(path, advisory_db=db)
+        return scan(ScanRequest(reference=target, platform=platform, advisory_db=db))
+    return scan(ScanRequest(sbom=path, advisory_db=db))

@@ -28,9 +28,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import GpusbomError
+
+if TYPE_CHECKING:
+    from .advisories.db import AdvisoryDB
 
 
 @dataclass
@@ -117,10 +120,10 @@ def node_images(root: str) -> list[NodeImage]:
 
 
 def scan_node_images(root: str, node: str, *, push: str | None, quiet: bool = False,
-                     **scan_kwargs: Any) -> tuple[int, list[str]]:
+                     advisory_db: AdvisoryDB | None = None) -> tuple[int, list[str]]:
     """Scan every image of the node (and push it, labelled with the node, when ``push``);
     returns (images scanned, failures). A failing image does not stop the others."""
-    from .scan import scan
+    from .pipeline import ScanRequest, scan
 
     store = None
     if push:
@@ -132,7 +135,7 @@ def scan_node_images(root: str, node: str, *, push: str | None, quiet: bool = Fa
     try:
         for ni in node_images(root):
             try:
-                result = scan(ni.ref, **scan_kwargs)
+                result = scan(ScanRequest(reference=ni.ref, advisory_db=advisory_db))
             except GpusbomError as e:
                 failures.append(f"{ni.store} {ni.name}: {e}")
                 continue

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..fsview.types import EntryKind
 from .root import SNAPSHOT_DIR
-from .scan import HostScan, scan_host_full
+from .source import HostView
 
 DEFAULT_MAX_BYTES = 64 << 20
 #: whole paths never captured
@@ -109,8 +109,8 @@ class _Writer:
             os.makedirs(d, exist_ok=True)
 
 
-def _capture(hs: HostScan, w: _Writer) -> None:
-    root = hs.root
+def _capture(hv: HostView, w: _Writer) -> None:
+    root = hv.root
     for p in sorted(root.dirs | root.present):
         with contextlib.suppress(OSError, ValueError):
             w.mkdir(p)
@@ -118,7 +118,7 @@ def _capture(hs: HostScan, w: _Writer) -> None:
         w.link(p, target)
     for p, data in sorted(root.read_files.items()):
         w.file(p, data)
-    view = hs.view
+    view = hv.fs
     files: list[tuple[int, str, Any]] = []
     links: list[Any] = []
     for e in view.entries():
@@ -168,21 +168,24 @@ def snapshot_host(
         raise UsageError(f"--out {out}: exists and is not an empty directory")
     os.makedirs(out, exist_ok=True)
     w = _Writer(out, max_bytes)
-    holder: dict[str, HostScan] = {}
+    from ..pipeline import HostOptions, ScanRequest, scan_open
 
-    def keep(hs: HostScan) -> None:
-        holder["hs"] = hs
-        _capture(hs, w)
-
-    scan_host_full(root, paths=paths, use_nvml=use_nvml, while_open=keep, advisories=False)
-    hs = holder["hs"]
+    # the pipeline up to the result (its unknowns go in the manifest), matching nothing;
+    # the host view's files are read while it is open
+    req = ScanRequest(host=HostOptions(root=root, paths=tuple(paths), use_nvml=use_nvml),
+                      advisories=False)
+    with scan_open(req) as scanned:
+        hv = scanned.view.host
+        assert hv is not None  # noqa: S101 - a host request gives a host view
+        _capture(hv, w)
+    unknowns = scanned.result.unknowns
     meta = os.path.join(out, SNAPSHOT_DIR)
     os.makedirs(meta, exist_ok=True)
-    if hs.nvml is not None:
+    if hv.nvml is not None:
         with open(os.path.join(meta, "nvml.json"), "w", encoding="utf-8") as f:
-            json.dump(hs.nvml, f, indent=2, sort_keys=True)
+            json.dump(hv.nvml, f, indent=2, sort_keys=True)
             f.write("\n")
-    host = {"machine": platform.machine() if hs.root.live else None,
+    host = {"machine": platform.machine() if hv.root.live else None,
             "source_root": root}
     with open(os.path.join(meta, "host.json"), "w", encoding="utf-8") as f:
         json.dump(host, f, indent=2, sort_keys=True)
@@ -190,10 +193,10 @@ def snapshot_host(
     manifest = {
         "schema": "gpusbom/host-snapshot/1",
         "files": w.files, "bytes": w.bytes, "placeholders": w.placeholders, "links": w.links,
-        "max_bytes": max_bytes, "nvml": hs.nvml is not None,
+        "max_bytes": max_bytes, "nvml": hv.nvml is not None,
         "skipped": w.skipped,
         "scan_unknowns": [u.reason + (f" ({u.path})" if u.path else "")
-                          for u in hs.result.unknowns],
+                          for u in unknowns],
     }
     with open(os.path.join(meta, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2, sort_keys=True)

@@ -59,23 +59,15 @@ def crawl(
 ) -> int:
     """Walk a registry's catalog and tags (multi-platform indexes expanded), scan every image
     of this shard that the inventory does not hold yet, and store it there."""
-    return _crawl(target, push, shard, since, include, exclude, platform, insecure_registry,
-                  quiet)
-
-
-def _crawl(target: str, push: str, shard: str | None, since: str | None,
-           include: list[str] | None, exclude: list[str] | None, platform: str | None,
-           insecure: list[str] | None, quiet: bool) -> int:
     from ...crawl import Crawler, parse_shard, parse_since
     from ...sources.registry import RegistryOptions
 
     sh = parse_shard(shard)
-    crawler = Crawler(
+    stats = Crawler(
         target, push, shard=sh, since=parse_since(since), include=list(include or []),
         exclude=list(exclude or []), platform=platform,
-        registry_opts=RegistryOptions(insecure=tuple(insecure or ())), quiet=quiet,
-    )
-    stats = crawler.run()
+        registry_opts=RegistryOptions(insecure=tuple(insecure_registry or ())), quiet=quiet,
+    ).run()
     for line in stats.failed:
         print(f"gpusbom: crawl: {line}", file=sys.stderr)
     print(stats.summary(sh), file=sys.stderr)

@@ -1,0 +1,73 @@
+"""``gpusbom scan``: a container image, a root filesystem, a host or an existing SBOM, through
+the one pipeline (``gpusbom.pipeline``; ``gpusbom.scan.run``), written by the writers.
+
+Exit codes: 0 ok; 1 ``--fail-on`` found an affected advisory at that severity; 2 usage;
+3 input (missing image, corrupt layer, stale database under ``--max-db-age``, a node image
+that failed); 4 ``--strict`` and the scan recorded unknowns.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import scan_options as o
+from .._common import exits
+from ..app import app
+
+
+@app.command()
+@exits
+def scan(
+    target: o.Target = None, image: o.Image = None, output: o.Output = None,
+    source: o.Source = None, platform: o.Platform = None,
+    cyclonedx_version: o.CdxVer = o.CdxVersion.v16, cyclonedx_compat: o.CdxCompat = False,
+    collector: o.Collector = None, strict: o.Strict = False, quiet: o.Quiet = False,
+    debug: o.Debug = False, username: o.Username = None,
+    password_stdin: o.PasswordStdin = False, insecure_registry: o.Insecure = None,
+    max_file_size: o.MaxFileSize = None, keep_env_secrets: o.KeepEnvSecrets = False,
+    verify_diff_ids: o.VerifyDiffIds = False, no_cache: o.NoCache = False,
+    cache_max_size: o.CacheMaxSize = "2G", max_memory: o.MaxMemory = "1G",
+    host: o.Host = False, root: o.Root = None, paths: o.Paths = None, no_nvml: o.NoNvml = False,
+    analyze_binaries: o.AnalyzeBinaries = False, probe: o.Probe = False,
+    probe_timeout: o.ProbeTimeout = 20.0, probe_backend: o.ProbeBackend = None,
+    probe_python: o.ProbePython = None, sbom: o.Sbom = None, vex: o.Vex = None,
+    max_db_age: o.MaxDbAge = None, offline: o.Offline = False, fail_on: o.FailOn = None,
+    push: o.Push = None, images: o.Images = False,
+) -> int:
+    """Scan a container image or root filesystem and write SBOMs."""
+    from functools import partial
+
+    from ...errors import UsageError
+    from ...pipeline import HostOptions, ProbeOptions, ScanRequest
+    from ...scan import Followups, run
+    from ..output import emit, parse_outputs, terminal_options
+    from ..progress import RichProgress, wants_progress
+
+    on_host = bool(host or root or paths)
+    # a host scan pulls nothing: leave the registry client unimported unless asked for
+    registry = o.registry_options(username, password_stdin, insecure_registry)
+    memory = o.size(max_memory, "--max-memory")
+    cache_size = o.size(cache_max_size, "--cache-max-size")
+    file_cap = None if max_file_size is None else o.size(max_file_size, "--max-file-size")
+    if target and image and target != image:
+        raise UsageError("give the image either as an argument or with --image, not both")
+    specs = parse_outputs(output)
+    req = ScanRequest(
+        reference=image or target, sbom=sbom, source=source.value if source else None,
+        platform=platform, registry=registry, collectors=collector,
+        limits=o.limits(verify_diff_ids, memory, file_cap),
+        cache=False if no_cache else None, cache_max_size=cache_size,
+        keep_env_secrets=keep_env_secrets, vex=tuple(vex or ()),
+        host=HostOptions(root=root or "/", paths=tuple(paths or ()), use_nvml=not no_nvml,
+                         analyze_binaries=analyze_binaries) if on_host else None,
+        probe=ProbeOptions(backends=tuple(probe_backend) if probe_backend else None,
+                           timeout=probe_timeout, python=probe_python) if probe else None)
+    then = Followups(offline=offline, max_db_age=max_db_age, push=push, node_images=images,
+                     fail_on=fail_on, strict=strict, quiet=quiet)
+    options = terminal_options(cyclonedx_version=cyclonedx_version.value,
+                               cyclonedx_compat=cyclonedx_compat)
+    outcome = run(req, then, partial(emit, specs=specs, options=options),
+                  RichProgress() if wants_progress(quiet) else None)
+    for message in outcome.messages:
+        sys.stderr.write(message)
+    return outcome.code
