@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from packaging.utils import canonicalize_name
 
+from ..catalog import packages
 from ..errors import UnsafeArchiveError
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
@@ -73,28 +74,8 @@ _NOT_COMPONENTS = {
     "setvars.sh",
 }
 
-#: canonical PyPI name -> product id
-ONEAPI_WHEELS = {
-    "intel-sycl-rt": "sycl-runtime",
-    "dpcpp-cpp-rt": "dpcpp-runtime",
-    "intel-cmplr-lib-rt": "compiler-runtime",
-    "intel-cmplr-lib-ur": "unified-runtime",
-    "intel-cmplr-lic-rt": "compiler-license",
-    "intel-opencl-rt": "intel-opencl-cpu-runtime",
-    "mkl": "mkl",
-    "onednn": "onednn",
-    "onednn-cpu-gomp": "onednn",
-    "onednn-cpu-iomp": "onednn",
-    "onednn-gpu": "onednn",
-    "impi-rt": "intel-mpi",
-    "tbb": "tbb",
-    "intel-openmp": "intel-openmp",
-    "oneccl": "oneccl",
-    "oneccl-devel": "oneccl",
-    "intel-pti": "pti",
-    "umf": "umf",
-    "tcmlib": "tcm",
-}
+#: canonical PyPI name -> product id (catalog/packages.yaml)
+ONEAPI_WHEELS = packages.names_of("oneapi", "pypi")
 
 _VERSION_DIR = re.compile(r"^\d+\.\d+(?:\.\d+)*$")
 _TOOLKIT_DIR = re.compile(r"^20\d\d\.\d+(?:\.\d+)*$")

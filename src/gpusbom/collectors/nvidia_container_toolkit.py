@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..catalog import packages
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
@@ -27,12 +28,8 @@ from .base import CollectContext, Collector
 
 __all__ = ["PACKAGES", "NvidiaContainerToolkitCollector"]
 
-PACKAGES = {
-    "nvidia-container-toolkit": "nvidia-container-toolkit",
-    "nvidia-container-toolkit-base": "nvidia-container-toolkit",
-    "libnvidia-container-tools": "libnvidia-container",
-    "libnvidia-container1": "libnvidia-container",
-}
+#: distribution package -> product (catalog/packages.yaml)
+PACKAGES = packages.names_of("nvidia-container-toolkit", "distro")
 BINARIES = {
     "nvidia-ctk": "nvidia-container-toolkit",
     "nvidia-container-runtime": "nvidia-container-toolkit",

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 from packaging.utils import canonicalize_name
 
+from ..catalog import packages
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
@@ -36,13 +37,8 @@ from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["TRITON_DISTRIBUTIONS", "TritonCollector", "dist_info_name", "py_string_assign"]
 
-TRITON_DISTRIBUTIONS = (
-    "triton",
-    "pytorch-triton",
-    "pytorch-triton-rocm",
-    "pytorch-triton-xpu",
-    "triton-xpu",
-)
+#: the PyPI distributions of OpenAI Triton (catalog/packages.yaml)
+TRITON_DISTRIBUTIONS = tuple(packages.names_of("triton", "pypi"))
 BACKENDS = ("nvidia", "amd", "intel")
 NVIDIA_TOOLS = ("ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm")
 _SMALL = 1024 * 1024

@@ -19,6 +19,8 @@ import re
 
 from packaging.utils import canonicalize_name
 
+from ..catalog import packages
+
 #: purl type -> gpusbom ecosystem (collectors' ``Component.ecosystem``)
 ECOSYSTEMS = {
     "deb": "deb", "rpm": "rpm", "apk": "apk", "pypi": "pypi", "conda": "conda",
@@ -35,25 +37,6 @@ _REVISION = re.compile(r"-[A-Za-z0-9.+~_]+$")
 _REPACK = re.compile(r"[+~](?:dfsg|ds|repack)\d*$")
 _LEADING_VERSION = re.compile(r"^(\d+\.\d+(?:\.\d+)*)")
 
-# NVIDIA driver user-space packages (Ubuntu/Debian, NVIDIA's CUDA repositories, RPM
-# distributions): name pattern -> product (the driver component names the nvidia-driver
-# collector uses where one fits)
-_DRIVER_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^cuda-compat(-\d+-\d+)?$"), "cuda-compat"),
-    (re.compile(r"^libnvidia-compute-\d+(-server)?$"), "libcuda"),
-    (re.compile(r"^libcuda1$|^libcuda-\d+$|^nvidia-driver-cuda-libs$|^nvidia-libcuda1?$"),
-     "libcuda"),
-    (re.compile(r"^libnvidia-ml1$|^libnvidia-ml-\d+$|^nvidia-driver-nvml$"), "libnvidia-ml"),
-    (re.compile(r"^libnvidia-ptxjitcompiler1$|^libnvidia-ptxjitcompiler-\d+$"),
-     "libnvidia-ptxjitcompiler"),
-    (re.compile(r"^nvidia-(kernel-(common|source)|dkms|modprobe|utils|headless(-no-dkms)?|"
-                r"compute-utils|firmware)-\d+(-server)?(-open)?$"), "nvidia-driver"),
-    (re.compile(r"^nvidia-driver(-\d+)?(-server)?(-open)?$|^nvidia-open(-\d+)?$|"
-                r"^nvidia-driver-(libs|cuda)$|^kmod-nvidia(-open)?(-dkms)?$"), "nvidia-driver"),
-    (re.compile(r"^libnvidia-(gl|decode|encode|fbc1|cfg1|extra|common|gpucomp)-\d+(-server)?$"),
-     "nvidia-driver"),
-)
-
 # CUDA distribution packages: ``cuda-cudart-12-4``, ``libcublas-12-4``, ``libcudnn9-cuda-12``,
 # ``libnccl2``, Debian's ``libcudart12``: stem after the -dev/-X-Y/-cuda-N/soversion
 # suffixes -> product (through the collectors' conda and soname tables)
@@ -64,25 +47,6 @@ _CUDA_SUFFIXES = (
     re.compile(r"-\d+$"),
     re.compile(r"(?<=[a-z])\d+$"),
 )
-_CUDA_TOOLKIT = re.compile(r"^cuda(-toolkit)?(-\d+-\d+)?$|^nvidia-cuda-toolkit$")
-
-# Intel / Khronos / Mesa packages whose collectors key on library stems
-_DISTRO_PRODUCTS: dict[str, tuple[str, str]] = {
-    "libze1": ("level-zero", "level-zero-loader"),
-    "level-zero": ("level-zero", "level-zero-loader"),
-    "oneapi-level-zero": ("level-zero", "level-zero-loader"),
-    "libze-intel-gpu1": ("intel-gpu", "level-zero-gpu-driver"),
-    "intel-level-zero-gpu": ("intel-gpu", "level-zero-gpu-driver"),
-    "intel-opencl-icd": ("intel-gpu", "intel-compute-runtime"),
-    "intel-opencl": ("intel-gpu", "intel-compute-runtime"),
-    "ocl-icd-libopencl1": ("opencl", "opencl-icd-loader"),
-    "ocl-icd": ("opencl", "opencl-icd-loader"),
-    "pocl-opencl-icd": ("opencl", "pocl"),
-    "libvulkan1": ("vulkan", "vulkan-loader"),
-    "vulkan-loader": ("vulkan", "vulkan-loader"),
-    "mesa-vulkan-drivers": ("vulkan", "mesa"),
-}
-
 
 def upstream(version: str | None, ecosystem: str | None) -> str | None:
     """``1:550.127.05-0ubuntu1`` -> ``550.127.05``: the upstream part of a distro version
@@ -101,18 +65,12 @@ def upstream(version: str | None, ecosystem: str | None) -> str | None:
 def _pypi(name: str) -> tuple[str, str] | None:
     from ..collectors.cuda import wheel_product
     from ..collectors.frameworks import FrameworksCollector
-    from ..collectors.intel_oneapi import ONEAPI_WHEELS
-    from ..collectors.triton import TRITON_DISTRIBUTIONS
 
     dist = str(canonicalize_name(name))
     product = wheel_product(dist)
     if product:
         return ("cuda", product)
-    if dist in TRITON_DISTRIBUTIONS:
-        return ("triton", "triton")
-    if dist in ONEAPI_WHEELS:
-        return ("oneapi", ONEAPI_WHEELS[dist])
-    return FrameworksCollector().stack_of(dist)
+    return packages.product_of("pypi", dist) or FrameworksCollector().stack_of(dist)
 
 
 def _conda(name: str) -> tuple[str, str] | None:
@@ -128,19 +86,13 @@ def _conda(name: str) -> tuple[str, str] | None:
 def _distro(name: str) -> tuple[str, str] | None:
     from ..collectors.cuda import CONDA_PRODUCTS, soname_product
     from ..collectors.level_zero import LIBRARIES as L0_LIBRARIES
-    from ..collectors.nvidia_container_toolkit import PACKAGES as NCT_PACKAGES
     from ..collectors.rocm import ROCM_LIBRARIES
 
     n = name.lower()
-    if n in NCT_PACKAGES:
-        return ("nvidia-container-toolkit", NCT_PACKAGES[n])
-    for rx, product in _DRIVER_RULES:
-        if rx.match(n):
-            return ("nvidia-driver", product)
-    if n in _DISTRO_PRODUCTS:
-        return _DISTRO_PRODUCTS[n]
-    if _CUDA_TOOLKIT.match(n):
-        return ("cuda", "cuda-toolkit")
+    # the container toolkit, driver user space, Intel/Khronos/Mesa and CUDA metapackages
+    hit = packages.product_of("distro", n)
+    if hit is not None:
+        return hit
     # every stage of suffix stripping is a candidate: libamdhip64-5 -> libamdhip64 (ROCm),
     # libcudnn9-cuda-12 -> libcudnn9 -> libcudnn (CUDA)
     stems = [n]

@@ -1,0 +1,89 @@
+"""Package names of the collector products (``packages.yaml``): which (stack, product) a
+distribution package or a wheel is.
+
+Collectors that know a product by its package (the container toolkit's debs, Triton's and
+oneAPI's wheels) and ``scan --sbom`` classification (``sbomin/_classify.py``) read this
+one table instead of each other's constants. Entries are tried in file order; names are
+regular expressions matched in full against the lower-case name (PyPI names canonical).
+
+API::
+
+    from gpusbom.catalog import packages
+    packages.product_of("distro", "libnvidia-compute-550")   # ("nvidia-driver", "libcuda")
+    packages.names_of("triton", "pypi")                     # {"triton": "triton", ...}
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from . import CatalogError, _yaml, normalise_name
+
+__all__ = ["KINDS", "PackageProduct", "entries", "names_of", "product_of"]
+
+#: name kinds: ``distro`` (deb, rpm, apk package names), ``pypi`` (canonical names)
+KINDS = ("distro", "pypi")
+_LITERAL = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class PackageProduct:
+    stack: str
+    product: str
+    names: Mapping[str, tuple[re.Pattern[str], ...]]
+
+
+def _entry(row: Any, n: int) -> PackageProduct:
+    if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("stack", "product")):
+        raise CatalogError(f"packages.yaml entry {n}: needs stack and product")
+    names: dict[str, tuple[re.Pattern[str], ...]] = {}
+    for kind in KINDS:
+        pats = row.get(kind) or []
+        if not isinstance(pats, list) or not all(isinstance(p, str) for p in pats):
+            raise CatalogError(f"packages.yaml entry {n}: {kind} must be a list of strings")
+        try:
+            names[kind] = tuple(re.compile(p) for p in pats)
+        except re.error as exc:
+            raise CatalogError(f"packages.yaml entry {n}: {kind}: {exc}") from None
+    unknown = set(row) - {"stack", "product", *KINDS}
+    if unknown:
+        raise CatalogError(f"packages.yaml entry {n}: unknown keys {sorted(unknown)}")
+    return PackageProduct(row["stack"], row["product"], names)
+
+
+@functools.lru_cache(maxsize=1)
+def entries() -> tuple[PackageProduct, ...]:
+    text = resources.files(__package__).joinpath("packages.yaml").read_text(encoding="utf-8")
+    data = _yaml(text)
+    if not isinstance(data, list):
+        raise CatalogError("packages.yaml: top level must be a list")
+    return tuple(_entry(r, i) for i, r in enumerate(data, 1))
+
+
+@functools.lru_cache(maxsize=16384)
+def product_of(kind: str, name: str) -> tuple[str, str] | None:
+    """(stack, product) of the first entry whose ``kind`` names match ``name``."""
+    n = normalise_name("pypi" if kind == "pypi" else "distro", name)
+    for e in entries():
+        if any(rx.fullmatch(n) for rx in e.names.get(kind, ())):
+            return (e.stack, e.product)
+    return None
+
+
+def names_of(stack: str, kind: str) -> dict[str, str]:
+    """Literal name -> product of one stack's entries (for collectors that need the names
+    themselves, e.g. to build path globs); ``CatalogError`` for a pattern."""
+    out: dict[str, str] = {}
+    for e in entries():
+        if e.stack != stack:
+            continue
+        for rx in e.names.get(kind, ()):
+            if not _LITERAL.match(rx.pattern):
+                raise CatalogError(f"packages.yaml: {stack} {kind} name {rx.pattern!r} is a pattern")
+            out[rx.pattern] = e.product
+    return out
