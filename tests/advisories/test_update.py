@@ -248,12 +248,7 @@ def test_update_over_https_then_scan_uses_it(
     assert {a.id for a in load_bundled()} <= ids  # the curated records are all there
     assert len(db) == len(load_bundled()) + 2
     # the next scan matches against the new database and says so
-    root = _rootfs(tmp_path)
-    site = root / "usr/lib/python3/dist-packages"
-    (site / "vllm-0.8.4.dist-info").mkdir()
-    (site / "vllm-0.8.4.dist-info/METADATA").write_text(
-        "Metadata-Version: 2.1\nName: vllm\nVersion: 0.8.4\n")
-    (site / "vllm-0.8.4.dist-info/RECORD").write_text("vllm-0.8.4.dist-info/METADATA,,\n")
+    root = _vllm_root(tmp_path)
     report = tmp_path / "scan.json"
     assert main(["scan", f"dir:{root}", "-q", "-o", f"json={report}",
                  "--max-db-age", "1"]) == 0
