@@ -25,7 +25,7 @@ import csv
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from ..model import Component
 from .base import OwnershipIndex
@@ -40,13 +40,17 @@ def _enabled() -> bool:
     return os.environ.get("GPUSBOM_NO_DECLARED_DIGESTS", "") in ("", "0")
 
 
-def parse_md5sums_digests(text: str) -> Iterator[tuple[str, str]]:
-    """(absolute path, ``md5:HEX``) of a dpkg ``md5sums`` file."""
+def parse_md5sums_digests(text: str, names: Collection[str] | None = None
+                          ) -> Iterator[tuple[str, str]]:
+    """(absolute path, ``md5:HEX``) of a dpkg ``md5sums`` file; with ``names``, only the
+    lines of files with one of those base names (the others are not checked at all)."""
     for ln in text.split("\n"):
         if len(ln) < 35 or ln[32] != " ":
             continue
-        digest = ln[:32].lower()
         rel = (ln[34:] if ln[33] in " *" else ln[33:]).lstrip("/")
+        if names is not None and rel.rsplit("/", 1)[-1] not in names:
+            continue
+        digest = ln[:32].lower()
         if rel and rel != "." and all(c in "0123456789abcdef" for c in digest):
             yield "/" + rel, "md5:" + digest
 
@@ -63,14 +67,21 @@ def _record_digest(value: str) -> str | None:
     return f"{alg.lower()}:{raw.hex()}" if raw else None
 
 
-def parse_record_digests(text: str, base: str) -> Iterator[tuple[str, str]]:
+def parse_record_digests(text: str, base: str, names: Collection[str] | None = None
+                         ) -> Iterator[tuple[str, str]]:
     """(absolute path, ``ALG:HEX``) of a dist-info ``RECORD`` (``base``: the directory
-    holding the ``.dist-info``); rows without a hash (RECORD itself, .pyc) are skipped."""
+    holding the ``.dist-info``); rows without a hash (RECORD itself, .pyc) are skipped.
+    With ``names``, only rows whose file has one of those base names are decoded."""
     rows: Iterable[list[str]] = (csv.reader(text.splitlines()) if '"' in text
                                  else (ln.split(",") for ln in text.splitlines()))
     for row in rows:
         if len(row) < 2 or not row[1]:
             continue
+        if names is not None:
+            last = row[0].strip().rsplit("/", 1)[-1]
+            # "", "." and ".." name another file once normalised: those go the long way
+            if last not in names and last not in ("", ".", ".."):
+                continue
         path = _under(base, row[0])
         digest = _record_digest(row[1])
         if path is not None and digest is not None:
@@ -101,8 +112,14 @@ def attach_declared_digests(components: list[Component], ownership: OwnershipInd
         except Exception as exc:  # noqa: BLE001 - a declared digest is extra evidence, never required
             log.debug("declared digests: cannot read %s: %s", manifest, exc)
             continue
-        entries = (parse_md5sums_digests(text) if kind == "md5sums"
-                   else parse_record_digests(text, base))
+        # most manifests name none of the wanted files (a dpkg package's only evidence is
+        # the status file): a substring test skips those without parsing them. A file's
+        # base name is in its manifest line or, for a RECORD path that climbs (..), in base;
+        # a CSV-quoted name (with ") is unquoted by the parser, so it is never skipped.
+        if not any(n in text or n in base or '"' in n for n in names):
+            continue
+        entries = (parse_md5sums_digests(text, names) if kind == "md5sums"
+                   else parse_record_digests(text, base, names))
         for path, digest in entries:
             if path.rsplit("/", 1)[-1] not in names:
                 continue  # the cheap test first: most manifest lines are other files

@@ -72,6 +72,7 @@ from ._common import (
     target_version,
     unknown_text,
 )
+from ._jsonfast import dumps_indented
 from ._probes import component_probe_pairs, document_probe_pairs
 from .base import WriterOptions
 
@@ -538,7 +539,7 @@ def _single_identity(text: str) -> str:
         if isinstance(ev, dict) and isinstance(ids, list) and ids:
             rank = {"purl": 0, "name": 1}
             ev["identity"] = min(ids, key=lambda i: rank.get(str(i.get("field")), 2))
-    return json.dumps(doc, indent=2)
+    return dumps_indented(doc, indent=2)
 
 
 def _explicit_depends_on(text: str) -> str:
@@ -553,7 +554,7 @@ def _explicit_depends_on(text: str) -> str:
     for dep in doc.get("dependencies") or []:
         if isinstance(dep, dict):
             dep.setdefault("dependsOn", [])
-    return json.dumps(doc, indent=2)
+    return dumps_indented(doc, indent=2)
 
 
 def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion) -> str:
@@ -561,9 +562,13 @@ def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion)
     with warnings.catch_warnings():
         # the library warns about things we decide on purpose (e.g. 1.5 feature drops)
         warnings.simplefilter("ignore")
-        text = make_outputter(bom, output_format, spec).output_as_string(indent=2)
-    if output_format is OutputFormat.JSON:
-        text = _explicit_depends_on(text)
+        if output_format is OutputFormat.JSON:
+            # written compact (the C encoder), then indented once by _explicit_depends_on:
+            # the same document as the library's own indent=2, without encoding it twice
+            text = _explicit_depends_on(
+                make_outputter(bom, output_format, spec).output_as_string())
+        else:
+            text = make_outputter(bom, output_format, spec).output_as_string(indent=2)
     return text if text.endswith("\n") else text + "\n"
 
 

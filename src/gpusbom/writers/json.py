@@ -22,7 +22,9 @@ class JsonWriter(Writer):
     description = "gpusbom native JSON (complete scan result, lossless)"
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        from ._jsonfast import dumps_indented
+
+        out.write(dumps_indented(result.to_dict(), indent=2, sort_keys=True))
         out.write("\n")
 
 

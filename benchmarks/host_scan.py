@@ -1,0 +1,147 @@
+"""Host-scan benchmark: ``scan --host``, ``check IMAGE --host``, ``version`` and a small image.
+
+Run on the machine being measured, from a byte-compiled tree (``python -m compileall``; as
+``pip install`` leaves it), with no advisory-database update attempt::
+
+    python benchmarks/host_scan.py --out OUT [--repeat 5] [--profile]
+
+Each command runs as its own process (``python -m gpusbom ...``), ``--repeat`` times; the
+median, minimum and maximum wall times are reported, with the load average before the runs
+(other work on the machine shows there). Measured:
+
+- ``scan --host -q -o json=/dev/null`` and ``-o cyclonedx-json=/dev/null``;
+- ``check oci:SMALL --host``: the first run scans the host (an empty user cache), the next
+  ones reuse that scan (``gpusbom/host/cache.py``);
+- ``gpusbom version``;
+- ``scan oci:SMALL --no-cache``: SMALL is a one-layer OCI layout holding this machine's
+  os-release and dpkg status (built by ``benchmarks/big_image.py``'s helpers).
+
+``--profile`` adds a cProfile of one in-process ``scan --host -o cyclonedx-json`` run
+(``host_profile.txt``, by cumulative and by own time) and ``python -X importtime`` of
+``scan --host`` (``importtime.txt``, the slowest imports first). Results: ``OUT/host.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def timed(args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "gpusbom", *args], env=env,  # noqa: S603 - gpusbom itself
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - t0
+    if r.returncode not in (0, 1):  # 1: check's verdict
+        raise SystemExit(f"gpusbom {' '.join(args)}: exit {r.returncode}: "
+                         f"{r.stderr.decode(errors='replace')[-2000:]}")
+    return wall
+
+
+def series(label: str, args: list[str], env: dict[str, str], n: int,
+           results: dict[str, object]) -> None:
+    before = load()
+    walls = [timed(args, env) for _ in range(n)]
+    results[label] = {
+        "median_s": round(statistics.median(walls), 3),
+        "min_s": round(min(walls), 3),
+        "max_s": round(max(walls), 3),
+        "runs_s": [round(w, 3) for w in walls],
+        "load_before": before,
+    }
+    print(f"{label:28s} median {statistics.median(walls):.3f} s  "
+          f"(min {min(walls):.3f}, max {max(walls):.3f}; load {before})", flush=True)
+
+
+def small_image(work: Path) -> Path:
+    from big_image import _base_layer, write_layout
+
+    root = work / "small"
+    (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+    d, diff, size, _ = _base_layer(str(root / "blobs" / "sha256"))
+    write_layout(root, [(d, diff, size)])
+    return root
+
+
+def profile(out: Path) -> None:
+    from gpusbom.cli.app import main as cli_main
+
+    prof = cProfile.Profile()
+    prof.enable()
+    cli_main(["scan", "--host", "-q", "-o", "cyclonedx-json=/dev/null"])
+    prof.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(prof, stream=buf)
+    st.sort_stats("cumulative").print_stats(80)
+    st.sort_stats("tottime").print_stats(40)
+    (out / "host_profile.txt").write_text(buf.getvalue())
+
+
+def importtime(out: Path, env: dict[str, str]) -> None:
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpusbom", "scan", "--host",
+                        "-q", "-o", "json=/dev/null"], env=env, capture_output=True, text=True,
+                       check=False)
+    rows = []
+    for ln in r.stderr.splitlines():
+        parts = ln.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), ln))
+    rows.sort(reverse=True)
+    total = sum(int(ln.split("|")[0].split(":")[1]) for _, ln in rows)
+    (out / "importtime.txt").write_text(
+        f"self total {total / 1e6:.3f} s\n" + "\n".join(ln for _, ln in rows[:80]) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="gpusbom-hostbench-"))
+    env = dict(os.environ, GPUSBOM_DB_AUTO_UPDATE="0", GPUSBOM_CACHE_DIR=str(work / "cache"))
+    results: dict[str, object] = {"cores": len(os.sched_getaffinity(0)),
+                                  "python": sys.version.split()[0]}
+    try:
+        n = args.repeat
+        series("scan_host_json", ["scan", "--host", "-q", "-o", "json=/dev/null"], env, n,
+               results)
+        series("scan_host_cyclonedx", ["scan", "--host", "-q", "-o", "cyclonedx-json=/dev/null"],
+               env, n, results)
+        small = small_image(work)
+        check = ["check", f"oci:{small}", "--host", "-o", "json=/dev/null"]
+        series("check_host_first", check, env, 1, results)  # scans the host, stores it
+        series("check_host", check, env, n, results)
+        series("version", ["version"], env, max(n, 10), results)
+        series("small_image_scan", ["scan", f"oci:{small}", "-q", "--no-cache", "-o",
+                                    "json=/dev/null"], env, max(n, 10), results)
+        if args.profile:
+            os.environ.update(env)
+            profile(args.out)
+            importtime(args.out, env)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        (args.out / "host.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
