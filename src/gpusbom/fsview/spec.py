@@ -132,6 +132,10 @@ class PathMatcher:
         self.specs = tuple(specs)
         # compiled on first use: most specs never see a candidate path
         self._rx: list[re.Pattern[str] | None] = [None] * len(self.specs)
+        # specs of several collectors share patterns ("/**/*.so.*" five times): the first
+        # spec of each pattern stands for the others, its regex compiled and run once
+        first: dict[str, int] = {}
+        self._canon = [first.setdefault(sp.pattern, i) for i, sp in enumerate(self.specs)]
         self._exact: dict[str, list[int]] = {}
         self._prefix: dict[str, list[int]] = {}  # keyed by the whole literal prefix
         self._dir_exact: dict[str, list[int]] = {}  # wild base name, literal directory
@@ -266,7 +270,16 @@ class PathMatcher:
         cands = self._candidates(path)
         if not cands:
             return None
-        hits = [self.specs[i] for i in dict.fromkeys(cands) if self._regex(i).match(path)]
+        canon = self._canon
+        seen: dict[int, bool] = {}
+        hits = []
+        for i in dict.fromkeys(cands):
+            c = canon[i]
+            ok = seen.get(c)
+            if ok is None:
+                ok = seen[c] = self._regex(c).match(path) is not None
+            if ok:
+                hits.append(self.specs[i])
         if not hits:
             return None
         if len(hits) == 1:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform as _platform
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,8 +86,24 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
     if not os.path.isdir(root):
         raise SourceNotFoundError(f"--root {root}: no such directory")
     hroot = HostRoot(root)
-    nvml_data, nvml_why = _load_nvml(hroot, use_nvml)
+    # NVML beside the walk: loading pynvml and the driver's library and asking each GPU
+    # waits on the driver (ctypes calls release the GIL) while the walk waits on the disk
+    nvml_out: list[tuple[dict[str, Any] | None, str | None]] = []
+    nvml_err: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            nvml_out.append(_load_nvml(hroot, use_nvml))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the scanning thread
+            nvml_err.append(exc)
+
+    nvml_thread = threading.Thread(target=load, name="gpusbom-nvml", daemon=True)
+    nvml_thread.start()
     fs = host_view(root, matcher, spool, limits, extra=paths, analyze_binaries=analyze_binaries)
+    nvml_thread.join()
+    if nvml_err:  # a damaged snapshot nvml.json: the scan's error, as before
+        raise nvml_err[0]
+    nvml_data, nvml_why = nvml_out[0]
     return HostView(fs=fs, root=hroot, nvml=nvml_data, nvml_why=nvml_why), host_target(hroot)
 
 
