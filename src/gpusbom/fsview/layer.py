@@ -12,6 +12,7 @@ import contextlib
 import os
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any, BinaryIO, Protocol
 
 from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
@@ -128,11 +129,15 @@ class Analyzers:
                 self._errors.append(f"{type(a).__name__}: {exc!r}")
                 self._live = [x for x in self._live if x is not a]
 
-    def close(self) -> dict[str, Any] | None:
+    def close(self, *, defer: bool = False) -> dict[str, Any] | None:
+        """The merged result. With ``defer``, an analyzer that can (``can_defer``) may leave
+        a value as a ``Future`` still being computed (a digest whose last bytes are being
+        hashed): :func:`resolve_deferred` waits for them."""
         out: dict[str, Any] = {}
         for a in self._live:
             try:
-                r = a.close()
+                # can_defer: its close takes defer (not part of the StreamAnalyzer protocol)
+                r = a.close(defer=True) if defer and getattr(a, "can_defer", False) else a.close()  # type: ignore[call-arg]
             except Exception as exc:  # noqa: BLE001 - isolation
                 self._errors.append(f"{type(a).__name__}: {exc!r}")
                 continue
@@ -141,6 +146,20 @@ class Analyzers:
         if self._errors:
             out["analyzer_errors"] = self._errors[:8]
         return out or None
+
+
+def resolve_deferred(results: Iterable[dict[str, Any]]) -> None:
+    """Replace each ``Future`` value of ``results`` by what it computed (waiting for it); one
+    that failed is dropped and named in ``analyzer_errors``, as :class:`Analyzers` does."""
+    for r in results:
+        for k, v in list(r.items()):
+            if not isinstance(v, Future):
+                continue
+            try:
+                r[k] = v.result()
+            except Exception as exc:  # noqa: BLE001 - isolation, as in Analyzers
+                del r[k]
+                r.setdefault("analyzer_errors", []).append(f"{k}: {exc!r}")
 
 
 def _analyze_member(member: Any, size: int, analyzers: Analyzers) -> None:
@@ -241,6 +260,7 @@ def index_members(
     rx = getattr(matcher, "_rx", None)
     quick = rx.match if rx is not None and hasattr(rx, "match") else None
     count = 0
+    deferred: list[dict[str, Any]] = []
     for m in members:
         count += 1
         path = normalize_path(m.name, name)
@@ -281,7 +301,11 @@ def index_members(
                     content = _spool_file(m, fsize, spool, limits, an)
                 else:
                     _analyze_member(m, fsize, an)
-                analysis = an.close()
+                # the digest of a big binary is still being hashed when its last byte has
+                # streamed: the next files stream meanwhile, and it is collected at the end
+                analysis = an.close(defer=True)
+                if analysis is not None and any(isinstance(v, Future) for v in analysis.values()):
+                    deferred.append(analysis)
             elif not m.sparse and fsize <= cap:
                 content = ContentRef(data=m.read(fsize)) if fsize <= max_mem else _spool_file(m, fsize, spool, limits)
             entry = Entry(
@@ -346,6 +370,7 @@ def index_members(
             raise UnsafeArchiveError(
                 f"{name}: more than {max_kept} kept records (directories, links, matched files)"
             )
+    resolve_deferred(deferred)
     return entries, whiteouts, opaque, shadow, count
 
 

@@ -12,6 +12,15 @@ from typing import Any, BinaryIO, Protocol
 
 from ..model import LayerRef
 
+#: bytes the stream analyzers of one process may hold back, all files together, while they
+#: work beside the reader (the SHA-256 of GPU binaries, ``binary.stream``): the more, the
+#: less the reader waits for them. 64 MiB where layers are read in the scanning process;
+#: a forked layer worker (``sources.image.layers``) lowers it to
+#: :data:`ANALYZER_BACKLOG_WORKER`, the most it held before, which its memory share in
+#: ``sources.schedule`` was measured with.
+ANALYZER_BACKLOG = 64 << 20
+ANALYZER_BACKLOG_WORKER = 16 << 20
+
 
 class StreamAnalyzer(Protocol):
     """Looks at a matched file's bytes as the layer streams (see ``PathSpec.stream``).

@@ -301,7 +301,11 @@ _FORK_T0 = 0.0  # when the workers were started (GPUSBOM_DEBUG_INFLATE's timelin
 
 
 def _read_layer_in_child(i: int) -> LayerIndex:
+    from ...fsview import types as fstypes
     from ...fsview.types import NullProgress
+
+    # a worker's memory share (sources.schedule) was measured with this much held back
+    fstypes.ANALYZER_BACKLOG = fstypes.ANALYZER_BACKLOG_WORKER
 
     assert _FORK_JOB is not None  # noqa: S101 - type narrowing of an invariant
     store, plan, ctx, counter, sched = _FORK_JOB
