@@ -1,21 +1,28 @@
 """``docker:REF`` (and bare ``name:tag`` / ``name@sha256:...``): the local Docker Engine.
 
-The image is exported with the Engine's ``GET /images/{name}/get`` (what ``docker save``
-uses) and the chunked response is read as a stream, once, by the streaming outer-tar
-reader: no temp file of the whole export. Tags and repo digests come from inspect.
+Where the Engine is local, its data root readable and its storage driver ``overlay2`` or
+``vfs``, the layers are rebuilt from that storage (``docker_storage``: the same bytes as
+``docker save``, checked against the diff_ids, layers in parallel). Otherwise, or on any
+doubt there, the image is exported with the Engine's ``GET /images/{name}/get`` (what
+``docker save`` uses) and the chunked response is read as a stream, once, by the
+streaming outer-tar reader: no temp file of the whole export. Tags and repo digests come
+from inspect.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import LayerError, SourceNotFoundError
+from ..errors import GpusbomError, LayerError, SourceNotFoundError, UsageError
 from .archive import StreamingTarStore
 from .base import ReadContext, Source, SourceResult
 from .image import check_platform, make_target, plan_docker, read_layers, split_reference
+
+log = logging.getLogger(__name__)
 
 
 def docker_host() -> str:
@@ -115,8 +122,11 @@ class DockerEngineSource(Source):
         import requests
 
         info = self.inspect()
-        image_id: str = info["Id"]
         label = f"docker:{self.location}"
+        direct = self._read_direct(info, label, ctx)
+        if direct is not None:
+            return direct
+        image_id: str = info["Id"]
         try:
             chunks = self._connect().api.get_image(image_id)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
@@ -131,6 +141,11 @@ class DockerEngineSource(Source):
         plan = plan_docker(
             store, ctx, image_id=image_id if image_id.startswith("sha256:") else None
         )
+        return self._finish(info, store, plan, ctx, label)
+
+    def _finish(
+        self, info: dict[str, Any], store: Any, plan: Any, ctx: ReadContext, label: str
+    ) -> SourceResult:
         tags = [t for t in info.get("RepoTags") or [] if isinstance(t, str)]
         digests = [d for d in info.get("RepoDigests") or [] if isinstance(d, str)]
         plan.tags = tags
@@ -144,6 +159,25 @@ class DockerEngineSource(Source):
         return SourceResult(
             target=make_target(self.reference, "docker", plan, layers), layers=layers
         )
+
+    def _read_direct(
+        self, info: dict[str, Any], label: str, ctx: ReadContext
+    ) -> SourceResult | None:
+        """The image read from the Engine's storage (``docker_storage``), or None where that
+        does not apply or fails: the save stream then reads (and judges) the image."""
+        from .docker_storage import plan_direct
+
+        found = plan_direct(self._connect(), info, label)
+        if found is None:
+            return None
+        store, plan = found
+        try:
+            return self._finish(info, store, plan, ctx, label)
+        except GpusbomError as e:
+            if isinstance(e, SourceNotFoundError | UsageError):
+                raise  # not about the storage (a platform that does not match, ...)
+            log.debug("%s: direct read of the Engine's storage gave way: %s", label, e)
+            return None
 
 
 def _short(e: BaseException) -> str:
