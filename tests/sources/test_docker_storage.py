@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from fixtures.build import ensure
+from gpusbom.fsview import PathMatcher, PathSpec, Spool
+from gpusbom.sources import ReadContext
 from gpusbom.sources.docker_engine import DockerEngineSource
 from gpusbom.sources.docker_storage import (
     DirectReadError,
@@ -22,6 +24,8 @@ from gpusbom.sources.docker_storage import (
     chain_ids,
     plan_direct,
 )
+
+MATCHER = PathMatcher([PathSpec("/etc/os-release"), PathSpec("/usr/**")])
 
 pytestmark = pytest.mark.docker
 
@@ -60,6 +64,11 @@ def test_direct_read_is_byte_identical_to_the_save_stream(
     assert [la.diff_id for la in plan.layers] == [
         la["diff_id"] for la in fx.load_expectations()["layers"]
     ]
+    # the direct read succeeds (does not give way to the save stream)
+    src = DockerEngineSource(f"docker:{fx.tag}", fx.tag)
+    with Spool() as spool:
+        got = src._read_direct(src.inspect(), "x", ReadContext(matcher=MATCHER, spool=spool))
+    assert got is not None and got.target.source == "docker"
     direct = _scan(f"docker:{fx.tag}", tmp_path / "direct.json", docker_env, "1")
     saved = _scan(f"docker:{fx.tag}", tmp_path / "saved.json", docker_env, "0")
     assert direct == saved
