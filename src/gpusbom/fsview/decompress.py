@@ -51,6 +51,7 @@ _OUT_QUEUE_DEPTH = 4  # decompressed chunks (up to 4 MiB) in flight, per queue
 # gzip blobs from this size on are inflated in parallel when threads are granted: below it
 # rapidgzip's start-up (block finder, thread pool) costs more than it saves
 PARALLEL_MIN_SIZE = 64 << 20
+ZSTD_PARALLEL_MIN_SIZE = 8 << 20  # multi-frame zstd: a thread pool starts in microseconds
 # real layers inflate to 2-5x (sparse or zero-filled files rarely reach 20x); beyond this
 # multiple of the blob size the parallel reader (whose chunk buffers grow with the ratio)
 # gives way to the bounded sequential one
@@ -238,8 +239,14 @@ class _Inflater:
         try:
             self._proc = subprocess.Popen(  # noqa: S603 - our interpreter, fixed arguments
                 [
-                    sys.executable, "-c", _INFLATER_CODE,
-                    "-d", "-c", "-q", "-P", str(max(1, threads)),
+                    sys.executable,
+                    "-c",
+                    _INFLATER_CODE,
+                    "-d",
+                    "-c",
+                    "-q",
+                    "-P",
+                    str(max(1, threads)),
                     f"/dev/fd/{span.fd}",
                 ],
                 stdin=subprocess.DEVNULL,
@@ -313,6 +320,8 @@ class _Pipeline:
         self._raw_pending = 0  # raw bytes read but not yet reported
         # set by open_decompressed when this gzip blob is inflated on several threads
         self.parallel: tuple[BlobSpan, int] | None = None
+        # set when this multi-frame zstd blob is decompressed on several threads (zstd_frames)
+        self.parallel_zstd: tuple[BlobSpan, int, list[tuple[int, int, int]]] | None = None
         self.fallback: str | None = None  # why the parallel inflate gave way (for tests)
 
     # raw side ------------------------------------------------------------------------------
@@ -361,6 +370,11 @@ class _Pipeline:
     def chunks(self) -> Generator[tuple[bytes, int], None, None]:
         if self.parallel is not None:
             yield from self._gunzip_parallel(*self.parallel)
+            return
+        if self.parallel_zstd is not None:
+            from .zstd_frames import parallel_unzstd
+
+            yield from parallel_unzstd(self, *self.parallel_zstd)
             return
         head = self.read_raw()
         while 0 < len(head) < 4:
@@ -673,7 +687,7 @@ class DecompressedStream(io.BufferedIOBase):
         # a blob inflated by the rapidgzip child is read from its pipe right here: that
         # child and the blob-hash thread do the heavy work outside the interpreter lock, and
         # a thread in between would only add a hand-off per chunk under that lock
-        if threaded and pipeline.parallel is None:
+        if threaded and pipeline.parallel is None and pipeline.parallel_zstd is None:
             stop = self._stop
             raw_chan = _Chan(stop)
             out_chan = _Chan(stop, _OUT_QUEUE_DEPTH)
@@ -951,4 +965,14 @@ def open_decompressed(
             and parallel_gzip_available()
         ):
             p.parallel = (span, parallel)
+        elif (
+            span is not None
+            and span.size >= ZSTD_PARALLEL_MIN_SIZE
+            and span.pread(4, 0) == ZSTD_MAGIC
+        ):
+            from .zstd_frames import plan_frames
+
+            frames = plan_frames(span)
+            if frames is not None:
+                p.parallel_zstd = (span, parallel, frames)
     return DecompressedStream(p, threaded=threaded, on_raw=on_raw)
