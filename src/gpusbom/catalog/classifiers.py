@@ -144,12 +144,11 @@ def _row(d: dict[str, Any], products: set[str]) -> Row:
 @functools.lru_cache(maxsize=1)
 def load_rows() -> tuple[Row, ...]:
     """Every row of ``classifiers.yaml``, in file order (validated; cached)."""
-    import yaml
-
-    from . import products
+    from . import _yaml, products
 
     text = resources.files(__package__).joinpath("classifiers.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or []
+    # libyaml's safe loader (the catalog's own): the same rows, 40x faster than pure Python
+    data = _yaml(text) or []
     ids = {p.id for p in products()}
     rows = tuple(_row(d, ids) for d in data)
     if len({r.id for r in rows}) != len(rows):

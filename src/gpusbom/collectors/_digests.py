@@ -25,6 +25,7 @@ import csv
 import dataclasses
 import logging
 import os
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from ..model import Component
@@ -44,7 +45,7 @@ def parse_md5sums_digests(text: str, names: Collection[str] | None = None
                           ) -> Iterator[tuple[str, str]]:
     """(absolute path, ``md5:HEX``) of a dpkg ``md5sums`` file; with ``names``, only the
     lines of files with one of those base names (the others are not checked at all)."""
-    for ln in text.split("\n"):
+    for ln in _chunks_naming(text, names) if names is not None else text.split("\n"):
         if len(ln) < 35 or ln[32] != " ":
             continue
         rel = (ln[34:] if ln[33] in " *" else ln[33:]).lstrip("/")
@@ -53,6 +54,32 @@ def parse_md5sums_digests(text: str, names: Collection[str] | None = None
         digest = ln[:32].lower()
         if rel and rel != "." and all(c in "0123456789abcdef" for c in digest):
             yield "/" + rel, "md5:" + digest
+
+
+def _chunks_naming(text: str, names: Collection[str]) -> list[str]:
+    """The newline-separated chunks of ``text`` that contain one of ``names``, in order (all
+    of them when a name is empty): a file's base name is part of its manifest line, and
+    finding the few lines that hold it is C-level work instead of a Python test per line."""
+    if any(not n for n in names):
+        return text.split("\n")
+    starts: set[int] = set()
+    for n in names:
+        i = text.find(n)
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            starts.add(start)
+            end = text.find("\n", i)
+            i = text.find(n, end) if end >= 0 else -1
+    out = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        out.append(text[start:end] if end >= 0 else text[start:])
+    return out
+
+
+#: a RECORD path whose base name is "", "." or ".." (it names another file once normalised,
+#: so its line need not hold that file's name); conservative: "/..." and ",,"-like rows too
+_SPECIAL_RECORD_PATH = re.compile(r"(?:^|[/\s])[\s.]*,")
 
 
 def _record_digest(value: str) -> str | None:
@@ -72,8 +99,16 @@ def parse_record_digests(text: str, base: str, names: Collection[str] | None = N
     """(absolute path, ``ALG:HEX``) of a dist-info ``RECORD`` (``base``: the directory
     holding the ``.dist-info``); rows without a hash (RECORD itself, .pyc) are skipped.
     With ``names``, only rows whose file has one of those base names are decoded."""
-    rows: Iterable[list[str]] = (csv.reader(text.splitlines()) if '"' in text
-                                 else (ln.split(",") for ln in text.splitlines()))
+    rows: Iterable[list[str]]
+    if '"' in text:  # quoted fields may span lines: the csv module reads the whole text
+        rows = csv.reader(text.splitlines())
+    else:
+        if names is not None and not _SPECIAL_RECORD_PATH.search(text):
+            # only the lines holding a wanted name (each chunk split as splitlines would)
+            lines = [ln for chunk in _chunks_naming(text, names) for ln in chunk.splitlines()]
+        else:
+            lines = text.splitlines()
+        rows = (ln.split(",") for ln in lines)
     for row in rows:
         if len(row) < 2 or not row[1]:
             continue
