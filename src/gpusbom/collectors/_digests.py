@@ -25,6 +25,7 @@ import csv
 import dataclasses
 import logging
 import os
+import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
@@ -80,6 +81,25 @@ def _chunks_naming(text: str, names: Collection[str]) -> list[str]:
 #: a RECORD path whose base name is "", "." or ".." (it names another file once normalised,
 #: so its line need not hold that file's name); conservative: "/..." and ",,"-like rows too
 _SPECIAL_RECORD_PATH = re.compile(r"(?:^|[/\s])[\s.]*,")
+#: what precedes the comma of every _SPECIAL_RECORD_PATH match in ASCII text (the regex
+#: tries every position of a RECORD of megabytes; str.find does not)
+_SPECIAL_PAIRS = tuple(c + "," for c in "/. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
+
+
+def _special_names(text: str, base: str, names: Collection[str]) -> bool:
+    """Whether a row whose path ends in "", "." or ".." could name one of ``names``: such a
+    path, normalised, ends in one of its own components (then followed by "/" in the text)
+    or in one of ``base``'s. Seldom so (a wanted METADATA is never a directory)."""
+    parts = set(posixpath.normpath(base).split("/"))
+    return any(n + "/" in text or n in parts for n in names)
+
+
+def _special_record_rows(text: str) -> bool:
+    """Whether ``text`` may hold a row whose path's base name is "", "." or "..": a comma
+    at the start or after "/", "." or white space (the regex only for non-ASCII text)."""
+    if not text.isascii():
+        return _SPECIAL_RECORD_PATH.search(text) is not None
+    return text.startswith(",") or any(p in text for p in _SPECIAL_PAIRS)
 
 
 def _record_digest(value: str) -> str | None:
@@ -103,7 +123,8 @@ def parse_record_digests(text: str, base: str, names: Collection[str] | None = N
     if '"' in text:  # quoted fields may span lines: the csv module reads the whole text
         rows = csv.reader(text.splitlines())
     else:
-        if names is not None and not _SPECIAL_RECORD_PATH.search(text):
+        if names is not None and (not _special_names(text, base, names)
+                                  or not _special_record_rows(text)):
             # only the lines holding a wanted name (each chunk split as splitlines would)
             lines = [ln for chunk in _chunks_naming(text, names) for ln in chunk.splitlines()]
         else:
