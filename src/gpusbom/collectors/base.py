@@ -81,9 +81,14 @@ class OwnershipIndex:
     def add(self, component: Component, paths: Iterable[str]) -> None:
         # hot loop (a CUDA image or a torch venv claims 100k+ paths): the directory
         # cache is consulted inline; one realpath per distinct directory
+        # (package lists name a directory's files one after another: the last directory's
+        # resolution is reused, and a path whose directory is its own real path is its key)
         setdefault = self._owners.setdefault
         dirs_get = self._dirs.get
         resolve = self._dir
+        last_head: str | None = None
+        real = ""
+        same = False
         for p in paths:
             if not p:
                 continue
@@ -93,10 +98,13 @@ class OwnershipIndex:
             if cut < 0:
                 setdefault(resolve("") + "/" + p, component)
                 continue
-            real = dirs_get(p[:cut])
-            if real is None:
-                real = resolve(p[:cut])
-            setdefault(real + p[cut:], component)
+            head = p[:cut]
+            if head != last_head:
+                last_head = head
+                got = dirs_get(head)
+                real = resolve(head) if got is None else got
+                same = real == head
+            setdefault(p if same else real + p[cut:], component)
 
     def owner(self, path: str) -> Component | None:
         return self._owners.get(self._key(path))
