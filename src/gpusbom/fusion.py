@@ -2,8 +2,8 @@
 
 Stack collectors (phase 2) report what they see: a soname, a header, a
 version file, an env var. When a package database owns the file behind a
-piece of evidence, that evidence (and the GPU meaning: stack, product,
-product version) is merged into the package's component, so a deb cuDNN is
+piece of evidence, that evidence (and the GPU meaning: the observation's
+``products``) is merged into the package's component, so a deb cuDNN is
 one component with its package record, its soname and its header. Evidence
 no package owns stays with a stand-alone component (``pkg:generic/...``), and
 stand-alone observations of the same product, version and location merge.
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .model import Component, Evidence, Product
+from .model import Component, Evidence, Product, product_sort_key
 
 _FILE_METHODS_EXCLUDED = {"env", "label", "device", "probe"}
 
 # properties a package keeps as its own when GPU evidence is merged into it
-_PRODUCT_KEYS = ("stack", "product", "product-version", "location")
+_OWN_KEYS = ("location",)
 
 # comma-separated sets (what a binary was built for): merged as set unions, so a package
 # with several libraries lists all of its targets once
@@ -60,21 +60,14 @@ def union_values(a: str, b: str) -> str:
 
 
 def product_of(c: Component) -> Product | None:
-    stack = c.properties.get("stack")
-    if not stack:
-        return None
-    return Product(stack=stack, name=c.properties.get("product") or c.name, version=c.version)
+    return c.product
 
 
 def _add_products(target: Component, products: list[Product]) -> None:
     for p in products:
         if p not in target.products:
             target.products.append(p)
-    target.products.sort(key=lambda p: (p.stack, p.name, p.version or ""))
-    if len(target.products) > 1:
-        target.properties["products"] = ", ".join(
-            f"{p.stack}/{p.name}@{p.version or 'unknown'}" for p in target.products
-        )
+    target.products.sort(key=product_sort_key)
 
 
 def _file_evidence(ev: Evidence) -> bool:
@@ -82,8 +75,7 @@ def _file_evidence(ev: Evidence) -> bool:
 
 
 def _merge_into(target: Component, source: Component) -> None:
-    prod = product_of(source)
-    _add_products(target, source.products or ([prod] if prod else []))
+    _add_products(target, source.products)
     seen = {(e.collector, e.method, e.path, e.detail) for e in target.evidence}
     for ev in source.evidence:
         key = (ev.collector, ev.method, ev.path, ev.detail)
@@ -95,16 +87,11 @@ def _merge_into(target: Component, source: Component) -> None:
             target.properties[k] = v
         elif k in _SET_KEYS:
             target.properties[k] = union_values(target.properties[k], v)
-        elif target.properties[k] != v and k not in _PRODUCT_KEYS:
+        elif target.properties[k] != v and k not in _OWN_KEYS:
             # keep both values visible rather than silently dropping one
             existing = target.properties[k].split(", ")
             if v not in existing:
                 target.properties[k] = ", ".join(sorted({*existing, v}))
-    if (source.ecosystem is None or source.ecosystem == "generic") and prod is not None:
-        # a package adopting a product: name the product and its version on the package
-        target.properties.setdefault("product", source.name)
-        if source.version and source.version != target.version:
-            target.properties.setdefault("product-version", source.version)
     if not target.cpe and source.cpe:
         target.cpe = source.cpe
     for dep in source.depends_on:
@@ -149,15 +136,12 @@ def fuse(
                 evidence=evs,
                 depends_on=list(obs.depends_on),
                 ecosystem=obs.ecosystem,
+                products=list(obs.products),
             )
             _merge_into(owners[key], part)
         if not rest:
             continue
         obs.evidence = rest
-        if not obs.products:
-            prod = product_of(obs)
-            if prod is not None:
-                obs.products.append(prod)
         loc = obs.properties.get("location", "")
         k = (obs.name, obs.version or "", obs.purl or "", loc)
         if k in standalone:

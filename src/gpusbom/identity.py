@@ -183,8 +183,8 @@ def target_identity(t: Target) -> TargetIdentity:
 # ------------------------------------------------------------------ component CPEs
 
 def product_rows(c: Component) -> list[Any]:
-    """The catalog rows of the GPU products a component provides (the products fusion
-    gave it, else its collector's stack/product). Package-name matches are left out on
+    """The catalog rows of the GPU products a component provides (``products``).
+    Package-name matches are left out on
     purpose: ``libdrm-amdgpu1`` is listed under the amdgpu driver for advisories, but its
     version is libdrm's, and a driver CPE with it would claim a driver version."""
     from . import catalog
@@ -192,9 +192,6 @@ def product_rows(c: Component) -> list[Any]:
     rows: list[Any] = []
     for p in c.products:
         rows.extend(catalog.by_collector(p.stack, p.name))
-    stack = c.properties.get("stack")
-    if stack:
-        rows.extend(catalog.by_collector(stack, c.properties.get("product") or c.name))
     return list(dict.fromkeys(rows))
 
 

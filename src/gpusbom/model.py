@@ -134,7 +134,8 @@ class Component:
     supplier: str | None = None
     description: str | None = None
     licenses: list[str] = field(default_factory=list)
-    # Keys without the "gpusbom:" prefix; writers add the namespace.
+    # Keys without the "gpusbom:" prefix; writers add the namespace. Product identity is
+    # not here: it is ``products`` (writers derive its property view, product_properties)
     properties: dict[str, str] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
     # Names (not refs) this component depends on, resolved to refs by the scanner.
@@ -142,8 +143,39 @@ class Component:
     bom_ref: str = ""
     # ecosystem id for dependency resolution ("deb", "rpm", "apk", "pypi", "conda", ...)
     ecosystem: str | None = None
-    # GPU-stack products this component provides (set by fusion)
+    # The GPU-stack products this component provides, sorted; the one place product
+    # identity is kept (collectors name their product here, fusion merges the lists)
     products: list[Product] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Product identity given as properties (collectors and SBOM readers name a product
+        # with ``stack``/``product``/``product-version``, a document read back carries the
+        # writers' view) goes into ``products``, so that it is kept once
+        # (a ``product`` alone is a device's own name, e.g. a PCI device's: left alone)
+        if "stack" in self.properties or "products" in self.properties:
+            named = take_product_properties(self.properties, self.name, self.version)
+            if not self.products:
+                self.products = named
+
+    @property
+    def product(self) -> Product | None:
+        """The component's GPU-stack product: the first of ``products``; None if none."""
+        return self.products[0] if self.products else None
+
+    @property
+    def stack(self) -> str | None:
+        """The stack of the component's product (``cuda``, ``rocm`` ...); None if none."""
+        return self.products[0].stack if self.products else None
+
+    @property
+    def product_name(self) -> str | None:
+        """The name of the component's product (``cudnn``); None if it provides none."""
+        return self.products[0].name if self.products else None
+
+    @property
+    def product_version(self) -> str | None:
+        """The version of the component's product: its own, else the component's."""
+        return (self.products[0].version if self.products else None) or self.version
 
     def identity(self) -> str:
         loc = self.evidence[0].path if self.evidence else ""
@@ -187,7 +219,58 @@ class Component:
         d["type"] = ComponentType(d.get("type", "library"))
         d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
         d["products"] = [Product(**p) for p in d.get("products", [])]
+        d["properties"] = dict(d.get("properties", {}))  # __post_init__ edits it
         return cls(**d)
+
+
+PRODUCT_PROPERTY_KEYS = ("stack", "product", "product-version", "products")
+
+
+def product_properties(c: Component) -> dict[str, str]:
+    """The property view of ``c.products`` that writers render (``gpusbom:stack``,
+    ``gpusbom:product``, ``gpusbom:product-version`` when the product's version is not the
+    component's, ``gpusbom:products`` when there are several); derived, never stored."""
+    p = c.product
+    if p is None:
+        return {}
+    out = {"stack": p.stack, "product": p.name}
+    pv = own_product_version(c)
+    if pv:
+        out["product-version"] = pv
+    if len(c.products) > 1:
+        out["products"] = ", ".join(
+            f"{q.stack}/{q.name}@{q.version or 'unknown'}" for q in c.products)
+    return out
+
+
+def own_product_version(c: Component) -> str | None:
+    """The version of ``c``'s product where it is not the component's own (cuDNN 9.1.0 in
+    the package ``libcudnn9-cuda-12`` 9.1.0.70-1); None otherwise."""
+    p = c.product
+    return p.version if p is not None and p.version and p.version != c.version else None
+
+
+def take_product_properties(props: dict[str, str], name: str,
+                            version: str | None) -> list[Product]:
+    """Read a product property view (``stack``/``product``/``product-version``/``products``,
+    as :func:`product_properties` writes it) back into products, removing those keys from
+    ``props``. Used where identity arrives as properties: SBOMs read back, documents."""
+    view = {k: props.pop(k) for k in PRODUCT_PROPERTY_KEYS if k in props}
+    out: list[Product] = []
+    for item in (view.get("products") or "").split(", "):
+        stack, sep, rest = item.strip().partition("/")
+        pname, at, pver = rest.partition("@")
+        if sep and at and stack and pname:
+            out.append(Product(stack, pname, None if pver == "unknown" else pver))
+    if not out and view.get("stack"):
+        out.append(Product(view["stack"], view.get("product") or name,
+                           view.get("product-version") or version))
+    return sorted(set(out), key=product_sort_key)
+
+
+def product_sort_key(p: Product) -> tuple[str, str, str]:
+    """The order ``Component.products`` is kept in."""
+    return (p.stack, p.name, p.version or "")
 
 
 @dataclass(frozen=True)
@@ -473,6 +556,16 @@ class ScanResult:
         if self.advisory_db is not None:
             out["advisory_db"] = dict(self.advisory_db)
         return out
+
+    def to_document(self) -> dict[str, Any]:
+        """The native JSON document (what the ``json`` writer prints and the inventory
+        stores and hashes): ``to_dict`` with each component's product identity also in
+        its properties, as every SBOM shows it (:func:`product_properties`); ``from_dict``
+        reads it back into ``products``."""
+        d = self.to_dict()
+        for cd, c in zip(d["components"], self.components, strict=True):
+            cd["properties"].update(product_properties(c))
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScanResult:

@@ -1,9 +1,8 @@
 """The GPU stack summary: what a scan holds of CUDA, ROCm, oneAPI, ... at a glance.
 
 Built from fused components: every component a stack collector recognised
-carries ``properties["stack"]`` (e.g. ``cuda``) and ``properties["product"]``
-(e.g. ``cudnn``); the product's own version is ``properties["product-version"]``
-when it differs from the package version. A component with
+lists its products in ``Component.products`` (stack ``cuda``, product ``cudnn``, the
+product's own version, which may differ from the package version). A component with
 ``properties["release"]`` names the stack's release (the CUDA toolkit release
 13.0.2, the ROCm release 6.2.0). Disagreements collectors noticed are in
 ``properties["disagreement"]``.
@@ -17,7 +16,7 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from . import catalog
-from .model import Component, Product, StackPart, StackSummary
+from .model import Component, StackPart, StackSummary
 
 #: stacks always listed, present or not, in this order; others follow when present
 MAJOR_STACKS = ("cuda", "rocm", "oneapi")
@@ -41,10 +40,7 @@ def summarize(components: list[Component]) -> list[StackSummary]:
     notes: dict[str, list[str]] = {}
     versions: dict[tuple[str, str], set[str]] = {}
     for c in components:
-        products = list(c.products)
-        if not products and c.properties.get("stack"):
-            ver = c.properties.get("product-version") or c.version
-            products = [Product(c.properties["stack"], c.properties.get("product") or c.name, ver)]
+        products = c.products
         for prod in products:
             stack, product = prod.stack, prod.name
             parts = by_stack.setdefault(stack, {})

@@ -4,12 +4,21 @@ architecture "Linux(R580)" -> product_version with free-text names)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpusbom.advisories.db import load_records
 from gpusbom.advisories.importers.csaf import import_csaf, parse_arch, parse_phrase, phrase_class
 from gpusbom.advisories.matcher import match
 from gpusbom.model import Component, Evidence
+
+
+def _at(c: Component, version: str) -> Component:
+    """``c`` at another version: its own product (named by the ``stack``/``product``
+    properties at construction, so versioned as the component) moves with it."""
+    return dataclasses.replace(c, version=version, products=[
+        dataclasses.replace(p, version=version) for p in c.products])
 
 
 def _pv(product: str, phrase: str, pid: str) -> dict:
@@ -145,7 +154,7 @@ def test_import_document() -> None:
                     bom_ref="l")
     (f,) = match([lib], db)
     assert f.advisory and (f.advisory.status, f.advisory.fixed_version) == ("affected", "580.159.03")
-    lib.version = "550.100.01"  # R550: not in the bulletin, older than R580 -> no fix
+    lib = _at(lib, "550.100.01")  # R550: not in the bulletin, older than R580 -> no fix
     (f,) = match([lib], db)
     assert f.advisory and f.advisory.status == "unsupported-branch"
     assert f.advisory.fixed_version is None and f.advisory.rule == "unsupported-branch"

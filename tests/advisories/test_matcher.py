@@ -4,6 +4,7 @@ NVIDIA's CSAF bulletins 5582 and 5747 and GHSA-53q9-r3pm-6pq6)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,6 +16,14 @@ from gpusbom.model import Component, Evidence, Product
 
 ROOT = Path(__file__).resolve().parents[2]
 DB = load_bundled()
+
+
+
+def _at(c: Component, version: str) -> Component:
+    """``c`` at another version: its own product (named by the ``stack``/``product``
+    properties at construction, so versioned as the component) moves with it."""
+    return dataclasses.replace(c, version=version, products=[
+        dataclasses.replace(p, version=version) for p in c.products])
 
 
 def _status(c: Component, vuln: str, db=DB) -> tuple[str, str | None] | None:
@@ -133,7 +142,7 @@ def test_env_only_version_is_review() -> None:
     assert _status(c, "CVE-2024-53870") == ("review", "12.8")
     c.evidence = [Evidence("cuda", "version-file", "/usr/local/cuda-12.4/version.json")]
     assert _status(c, "CVE-2024-53870") == ("affected", "12.8")
-    c.version = "12.8.0"
+    c = _at(c, "12.8.0")
     assert _status(c, "CVE-2024-53870") is None
 
 
@@ -150,9 +159,9 @@ def test_triton_compares_container_release() -> None:
     # no label: the server version decides through NVIDIA's release table
     # (r25.05/TRITON_VERSION of triton-inference-server/server is 2.58.0)
     assert _status(c, "CVE-2025-23310") == ("affected", "25.07")
-    c.version = "2.59.1"  # r25.07: the fixed release
+    c = _at(c, "2.59.1")  # r25.07: the fixed release
     assert _status(c, "CVE-2025-23310") is None
-    c.version = "2.99.0dev"  # not a release of the table: undecidable
+    c = _at(c, "2.99.0dev")  # not a release of the table: undecidable
     assert _status(c, "CVE-2025-23310")[0] == "review"
 
 

@@ -5,6 +5,7 @@ free-text versions, structured lessThan ranges, AMD-style unaffected lists)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -14,6 +15,13 @@ from gpusbom.advisories.importers.cve5 import import_cve5
 from gpusbom.advisories.importers.osv import ecosystem_info, gpu_relevant, import_osv
 from gpusbom.advisories.matcher import match
 from gpusbom.model import Component, Evidence, Product
+
+
+def _at(c: Component, version: str) -> Component:
+    """``c`` at another version: its own product (named by the ``stack``/``product``
+    properties at construction, so versioned as the component) moves with it."""
+    return dataclasses.replace(c, version=version, products=[
+        dataclasses.replace(p, version=version) for p in c.products])
 
 
 def _pypi(name: str, version: str) -> Component:
@@ -265,9 +273,9 @@ def test_cve5_nvidia_shape() -> None:
     drv = Component(name="libcuda", version="535.274.02", ecosystem="generic",
                     properties={"stack": "nvidia-driver", "product": "libcuda"}, bom_ref="d")
     assert _status(drv, db, "CVE-2099-4001") == ("affected", "535.288.01")
-    drv.version = "535.288.01"  # fixed in its branch though below the R580 fix
+    drv = _at(drv, "535.288.01")  # fixed in its branch though below the R580 fix
     assert _status(drv, db, "CVE-2099-4001") is None
-    drv.version = "550.163.01"  # R550 omitted, older than listed: the vendor's own status
+    drv = _at(drv, "550.163.01")  # R550 omitted, older than listed: the vendor's own status
     assert _status(drv, db, "CVE-2099-4001") == ("unsupported-branch", None)
 
 

@@ -54,7 +54,7 @@ from gpusbom.collectors.rpm import (
 from gpusbom.fsview.spec import PathSpec
 from gpusbom.fsview.types import Limits, Spool
 from gpusbom.fsview.view import FsView
-from gpusbom.model import Component, ComponentType, Target
+from gpusbom.model import Component, ComponentType, Target, own_product_version
 from gpusbom.scan import build_matcher, run_collectors
 
 INFO = Path("/var/lib/dpkg/info")
@@ -617,16 +617,16 @@ def test_end_to_end_fusion_through_run_collectors(tmp_path: Path, spool: Spool) 
     assert libc.purl and libc.purl.startswith("pkg:deb/debian/libc6@")
     ev = [e for e in libc.evidence if e.collector == "test-tiny-stack"]
     assert [(e.method, e.path, e.detail) for e in ev] == [("soname", OWNED, "owner=libc6")]
-    assert libc.properties["stack"] == "test-libc"
-    assert libc.properties["product"] == "glibc"
-    assert libc.properties["product-version"] == "2.36"
+    assert libc.stack == "test-libc"
+    assert libc.product_name == "glibc"
+    assert own_product_version(libc) == "2.36"
     assert libc.evidence[0].collector == "dpkg"  # the package record stays first
 
     wheel = by[("pypi", "nvidia-cuda-runtime-cu12")]
     ev = [e for e in wheel.evidence if e.collector == "test-tiny-stack"]
     assert [(e.path, e.detail) for e in ev] == [(CUDART, "owner=nvidia-cuda-runtime-cu12")]
-    assert wheel.properties["stack"] == "cuda"
-    assert wheel.properties["product"] == "cudart"
+    assert wheel.stack == "cuda"
+    assert wheel.product_name == "cudart"
     assert "product-version" not in wheel.properties  # same version as the wheel
 
     # the unowned copy stays a stand-alone generic component

@@ -5,6 +5,7 @@ snapshot scan and the real nvidia-wheels image scan."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -21,10 +22,10 @@ def _older_driver(h200: dict, name: str, driver: str) -> ScanResult:  # type: ig
     old = "580.159.04"
     for c in r.components:
         if c.version == old and (c.properties.get("kernel-module") == "nvidia"
-                                 or c.properties.get("product") == "libcuda"):
+                                 or c.product_name == "libcuda"):
             c.version = driver
-            if c.properties.get("product-version") == old:
-                c.properties["product-version"] = driver
+            c.products = [dataclasses.replace(p, version=driver) if p.version == old else p
+                          for p in c.products]
     return r
 
 

@@ -26,7 +26,7 @@ from gpusbom.collectors.base import CollectContext, OwnershipIndex
 from gpusbom.fsview.types import Limits, Spool
 from gpusbom.fsview.view import FsView
 from gpusbom.fusion import fuse
-from gpusbom.model import Component, Target, Unknown
+from gpusbom.model import Component, Target, Unknown, product_properties
 from gpusbom.scan import build_matcher
 
 MY_COLLECTORS = ("rocm", "intel-oneapi", "level-zero", "intel-gpu")
@@ -138,19 +138,19 @@ def observe_dir(root: Path) -> tuple[list[Component], list[Component], list[Unkn
 def triples(components: Iterable[Component]) -> set[tuple[str, str | None, str | None]]:
     """(product, version, first evidence path) of stack observations."""
     return {
-        (c.properties.get("product", c.name), c.version, c.evidence[0].path if c.evidence else None)
+        ((c.product_name or c.name), c.version, c.evidence[0].path if c.evidence else None)
         for c in components
     }
 
 
 def by_product(components: Iterable[Component], product: str) -> list[Component]:
-    return [c for c in components if c.properties.get("product") == product]
+    return [c for c in components if c.product_name == product]
 
 
 def merged_into(fused: list[Component], path: str) -> list[dict[str, Any]]:
     """The fused components holding evidence for ``path`` from one of MY collectors."""
     return [
-        {"name": c.name, "version": c.version, "ecosystem": c.ecosystem, "properties": c.properties}
+        {"name": c.name, "version": c.version, "ecosystem": c.ecosystem, "properties": {**c.properties, **product_properties(c)}}
         for c in fused
         if any(e.path == path and e.collector in MY_COLLECTORS for e in c.evidence)
     ]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from fixtures.build import ensure
+from gpusbom.model import own_product_version
 from gpusbom.scan import scan
 
 MINE = {"rocm", "intel-oneapi", "level-zero", "intel-gpu"}
@@ -25,8 +26,8 @@ def _ours(result: Any) -> tuple[set[tuple[str, str, str]], dict[str, str]]:
     for c in result.components:
         for e in c.evidence:
             if e.collector in MINE:
-                ver = c.properties.get("product-version") or c.version
-                seen.add((c.properties["product"], ver, e.path))
+                ver = own_product_version(c) or c.version
+                seen.add((c.product_name, ver, e.path))
                 where[e.path] = f"{c.name}@{c.version}"
     return seen, where
 
@@ -74,7 +75,7 @@ def test_rocm_image() -> None:
     assert not [
         c
         for c in result.components
-        if c.properties.get("release") and c.properties.get("stack") == "rocm"
+        if c.properties.get("release") and c.stack == "rocm"
     ]
 
 

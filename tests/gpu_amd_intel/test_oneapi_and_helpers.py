@@ -67,7 +67,7 @@ def test_oneapi_component_and_unified_layouts(tmp_path: Path) -> None:
     (toolkit,) = by_product(mine, "oneapi")
     assert toolkit.properties["release"] == "2025.0"
     assert toolkit.properties["layout"] == "unified"
-    assert all(c.properties["stack"] == "oneapi" for c in mine)
+    assert all(c.stack == "oneapi" for c in mine)
     assert all(c.purl and c.purl.startswith("pkg:generic/intel/") for c in mine)
     one = next(s for s in summarize(fused) if s.stack == "oneapi")
     assert one.release == "2025.0"
@@ -105,9 +105,9 @@ def test_oneapi_wheels_tag_the_python_packages(tmp_path: Path) -> None:
     }
     # fusion: each observation went into its PyPI component (RECORD lists METADATA)
     tagged = {
-        (c.name, c.ecosystem, c.properties.get("product"))
+        (c.name, c.ecosystem, c.product_name)
         for c in fused
-        if c.properties.get("stack") == "oneapi"
+        if c.stack == "oneapi"
     }
     assert ("mkl", "pypi", "mkl") in tagged and ("intel-sycl-rt", "pypi", "sycl-runtime") in tagged
     assert all(eco == "pypi" for _, eco, _ in tagged)

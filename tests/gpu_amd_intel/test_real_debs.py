@@ -90,7 +90,7 @@ def test_debian_rocm_observations_fuse_into_their_packages(rocm_scan) -> None:  
         assert [g["name"] for g in merged_into(fused, path)] == [pkg], path
     # nothing of ours stayed stand-alone: every file has a package
     assert not [
-        c for c in fused if c.ecosystem == "generic" and c.properties.get("stack") == "rocm"
+        c for c in fused if c.ecosystem == "generic" and c.stack == "rocm"
     ]
 
 
@@ -108,10 +108,10 @@ def test_debian_intel_packages_exact_observations(intel_scan) -> None:  # type: 
         ("gmmlib", "22.3.3", f"{LIB}/libigdgmm.so.12.3.0"),
     }
     loader = by_product(mine, "level-zero-loader")[0]
-    assert loader.properties["stack"] == "level-zero"
+    assert loader.stack == "level-zero"
     assert loader.properties["file-version"] == "1.8.0"
     gpu = by_product(mine, "level-zero-gpu-driver")[0]
-    assert gpu.properties["stack"] == "intel-gpu"
+    assert gpu.stack == "intel-gpu"
     assert gpu.properties["compute-runtime-build"] == "24595"
     neo = by_product(mine, "intel-compute-runtime")[0]
     assert [(e.path, e.detail) for e in neo.evidence][1] == (

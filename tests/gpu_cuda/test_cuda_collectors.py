@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import pytest
+from pinned_wheels import CACHE, LINUX_311, pinned_wheel  # tests/pinned_wheels.py
 
 from gpusbom.collectors import all_collectors
 from gpusbom.collectors._gpu import (
@@ -30,7 +30,6 @@ from gpusbom.fsview.view import FsView
 from gpusbom.model import Component, Target
 from gpusbom.scan import build_matcher, run_collectors
 from gpusbom.stack import summarize
-from pinned_wheels import CACHE, LINUX_311, pinned_wheel  # tests/pinned_wheels.py
 
 #: CUDA 13.0 (bin, include, lib64) unpacked from the pinned wheels; built by need_cuda13()
 CUDA13 = CACHE / "cuda-13.0.96-nvcc-13.0.88"
@@ -139,7 +138,7 @@ def gpu(comps: list[Component]) -> set[tuple[str, str | None, str | None]]:
     return {
         (c.name, c.version, c.properties.get("location"))
         for c in comps
-        if c.properties.get("stack")
+        if c.stack
     }
 
 
@@ -274,7 +273,7 @@ def test_toolkit_tree_with_image_env(tmp_path: Path) -> None:
     [summary] = [s for s in summarize(comps) if s.stack == "cuda"]
     assert summary.text() == "CUDA 13.0.2 (toolkit 13.0.2, cudart 13.0.96, nvcc unknown)"
     # the stub libcuda.so under lib/stubs is no driver
-    assert not [c for c in comps if c.properties.get("stack") == "nvidia-driver"]
+    assert not [c for c in comps if c.stack == "nvidia-driver"]
 
 
 def test_env_disagrees_with_installed_cudart(tmp_path: Path) -> None:
@@ -357,7 +356,7 @@ def test_driver_libs_and_forward_compat(tmp_path: Path) -> None:
         ("libnvidia-ml", "570.124.06", "/usr/lib/x86_64-linux-gnu"),
     }
     c = by_name(comps, "cuda-compat")
-    assert c.properties["stack"] == "nvidia-driver"
+    assert c.stack == "nvidia-driver"
     assert c.properties["driver-branches"] == "535, 570"
     assert c.properties["require-cuda"] == "13.0"
     assert c.purl == "pkg:generic/nvidia/cuda-compat@580.95.05"
@@ -394,7 +393,7 @@ def test_container_toolkit_binaries(tmp_path: Path) -> None:
         "/etc/nvidia-container-runtime/config.toml",
         "/usr/bin/nvidia-ctk",
     ]
-    assert ctk.properties["stack"] == "nvidia-container-toolkit"
+    assert ctk.stack == "nvidia-container-toolkit"
 
 
 def test_triton_inference_server(tmp_path: Path) -> None:
@@ -429,9 +428,9 @@ def test_real_cuda_wheels_cu12_and_cu13(tmp_path: Path) -> None:
     comps = scan_tree(tmp_path)
     sp = "/" + SP
     got = {
-        (c.name, c.version, c.properties.get("product"), c.evidence[0].path)
+        (c.name, c.version, c.product_name, c.evidence[0].path)
         for c in comps
-        if c.properties.get("stack")
+        if c.stack
     }
     # the observations merged into the wheels' own pypi components (python claims RECORD files)
     assert got == {
@@ -455,7 +454,7 @@ def test_real_cuda_wheels_cu12_and_cu13(tmp_path: Path) -> None:
         ),
     }
     for c in comps:
-        if c.properties.get("stack"):
+        if c.stack:
             assert c.purl and c.purl.startswith("pkg:pypi/"), c.purl
             assert any(e.method == "soname" for e in c.evidence), c.name
     jpeg = by_name(comps, "nvidia-nvjpeg-cu12")
@@ -488,7 +487,7 @@ def test_demo_image() -> None:
     got = {
         (c.name, c.version, c.evidence[0].path if c.evidence else None)
         for c in r.components
-        if c.properties.get("stack") == "cuda"
+        if c.stack == "cuda"
     }
     assert got == {
         ("cuda-toolkit", "12.4.1", None),
@@ -507,7 +506,7 @@ def test_demo_image() -> None:
     assert not [
         c
         for c in r.components
-        if c.properties.get("stack")
+        if c.stack
         in ("nvidia-driver", "nvidia-container-toolkit", "triton-inference-server")
     ]
     [cuda] = [s for s in r.stacks if s.stack == "cuda"]
@@ -525,7 +524,7 @@ def test_nvidia_wheels_image() -> None:
     got = {
         (c.name, c.version, c.evidence[0].path if c.evidence else None)
         for c in r.components
-        if c.properties.get("stack") == "cuda"
+        if c.stack == "cuda"
     }
     assert got == {
         ("cuda-toolkit", "12.4.1", None),

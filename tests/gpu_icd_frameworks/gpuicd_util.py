@@ -17,13 +17,13 @@ import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from pinned_wheels import pinned_wheel  # tests/pinned_wheels.py
 
 from gpusbom.collectors import all_collectors
 from gpusbom.fsview.types import Spool
 from gpusbom.fsview.view import FsView
 from gpusbom.model import Component, Target, Unknown
 from gpusbom.scan import build_matcher, run_collectors
-from pinned_wheels import pinned_wheel  # tests/pinned_wheels.py
 
 SITE = "usr/local/lib/python3.11/site-packages"
 WHEELS = {
@@ -93,7 +93,7 @@ def collect(
 
 
 def by_stack(components: list[Component], stack: str) -> list[Component]:
-    return [c for c in components if c.properties.get("stack") == stack]
+    return [c for c in components if c.stack == stack]
 
 
 def triples(components: list[Component], stack: str) -> set[tuple[str, str | None, str | None]]:

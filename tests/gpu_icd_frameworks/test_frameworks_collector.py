@@ -68,7 +68,7 @@ def test_real_wheels_merge_into_pypi_components(real_root: Path) -> None:
     comps, unknowns = collect(real_root, ["python", "frameworks"])
     assert unknowns == []
     got = {
-        (c.properties["stack"], c.name, c.version, c.purl) for c in comps if "stack" in c.properties
+        (c.stack, c.name, c.version, c.purl) for c in comps if c.stack
     }
     assert got == {
         ("pytorch", "torch", "2.13.0+cpu", "pkg:pypi/torch@2.13.0%2Bcpu"),
@@ -77,7 +77,7 @@ def test_real_wheels_merge_into_pypi_components(real_root: Path) -> None:
         ("jax", "jaxlib", "0.10.2", "pkg:pypi/jaxlib@0.10.2"),
     }
     tf = next(c for c in comps if c.name == "tensorflow_cpu")
-    assert tf.properties["product"] == "tensorflow"
+    assert tf.product_name == "tensorflow"
     assert tf.properties["built-for"] == "cpu"
 
 
@@ -169,7 +169,7 @@ def test_gpu_variants_laid_out_by_hand(tmp_path: Path) -> None:
     }
     got = {(c.name, c.properties["location"]): c for c in comps}
     t = got[("torch", SP)]
-    assert t.properties["torch:cuda"] == "13.0" and t.properties["stack"] == "pytorch"
+    assert t.properties["torch:cuda"] == "13.0" and t.stack == "pytorch"
     assert got[("torch", bp)].properties["torch:hip"] == "6.2.41133-dd7f95766"
     tf = got[("tensorflow", SP)]
     assert tf.properties["tensorflow:cudnn"] == "9"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gpusbom.model import ScanResult
+from gpusbom.model import ScanResult, own_product_version
 from gpusbom.scan import scan
 
 LIB = "/usr/lib/x86_64-linux-gnu"
@@ -32,11 +32,11 @@ def _scan(name: str) -> ScanResult:
 def _stack_set(res: ScanResult, stacks: tuple[str, ...]) -> set[tuple[Any, ...]]:
     out = set()
     for c in res.components:
-        if c.properties.get("stack") not in stacks:
+        if c.stack not in stacks:
             continue
         paths = tuple(sorted({e.path for e in c.evidence if e.collector in OURS and e.path}))
         out.add(
-            (c.name, c.version, c.properties["product"], c.properties.get("product-version"), paths)
+            (c.name, c.version, c.product_name, own_product_version(c), paths)
         )
     return out
 
@@ -104,7 +104,7 @@ def test_triton_image() -> None:
             ),
         ),
     }
-    (c,) = [c for c in res.components if c.properties.get("stack") == "triton"]
+    (c,) = [c for c in res.components if c.stack == "triton"]
     assert c.purl == "pkg:pypi/triton@3.4.0"
     assert {k: v for k, v in c.properties.items() if k.startswith("triton:")} == {
         "triton:distribution": "triton",
@@ -128,7 +128,7 @@ def test_torch_cpu_image() -> None:
     assert _stack_set(res, ("pytorch",)) == {
         ("torch", "2.13.0+cpu", "torch", None, (f"{SP}/torch/version.py",)),
     }
-    (c,) = [c for c in res.components if c.properties.get("stack") == "pytorch"]
+    (c,) = [c for c in res.components if c.stack == "pytorch"]
     assert c.purl == "pkg:pypi/torch@2.13.0%2Bcpu"
     assert c.properties["built-for"] == "cpu"
     assert c.properties["git-version"] == "cf30153c4c131c8164ee7798e5022d810682e2cb"

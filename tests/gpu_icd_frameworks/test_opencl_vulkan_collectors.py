@@ -19,7 +19,7 @@ from gpuicd_util import by_stack, collect, triples
 
 from gpusbom.collectors.opencl import package_version, soname_version
 from gpusbom.collectors.vulkan import parse_manifest
-from gpusbom.model import Component
+from gpusbom.model import Component, own_product_version
 
 HOST_LIB = Path("/usr/lib/x86_64-linux-gnu")
 LIB = "/usr/lib/x86_64-linux-gnu"
@@ -276,15 +276,15 @@ def test_demo_image() -> None:
     res = scan(ensure("demo").oci_ref)
     got = set()
     for c in res.components:
-        if c.properties.get("stack") not in ("opencl", "vulkan"):
+        if c.stack not in ("opencl", "vulkan"):
             continue
         paths = sorted(e.path for e in c.evidence if e.collector in ("opencl", "vulkan"))
         got.add(
             (
                 c.name,
                 c.version,
-                c.properties["product"],
-                c.properties.get("product-version"),
+                c.product_name,
+                own_product_version(c),
                 tuple(paths),
             )
         )

@@ -61,7 +61,7 @@ def test_h200_drivers_and_firmware_linked(h200: ScanResult) -> None:
         assert mods["nvidia"].bom_ref in deps
         mine = {f.bom_ref for f in fw if f.properties["pci:address"] == gpu.properties["pci:address"]}
         assert len(mine) == 2 and mine <= deps
-    libcuda = [c for c in h200.components if c.properties.get("product") == "libcuda"]
+    libcuda = [c for c in h200.components if c.product_name == "libcuda"]
     assert [c.version for c in libcuda] == ["580.159.04"]
     assert mods["nvidia"].bom_ref in _deps(h200, libcuda[0].bom_ref)
 

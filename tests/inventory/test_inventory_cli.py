@@ -28,7 +28,7 @@ def gpusbom(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
 
 
 def _write(path: Path, result) -> Path:  # type: ignore[no-untyped-def]
-    path.write_text(json.dumps(result.to_dict()))
+    path.write_text(json.dumps(result.to_document()))
     return path
 
 

@@ -2,8 +2,7 @@
 
 A component is looked up by every identity it carries: its package (``ecosystem`` +
 ``name``, e.g. ``pypi``/``torch``, ``deb``/``...``) and every GPU product it provides
-(``Component.products`` after fusion, or its own ``stack``/``product`` properties),
-each with that product's version. Advisory targets (``db.TARGETS``) name those
+(``Component.products``), each with that product's version. Advisory targets (``db.TARGETS``) name those
 identities, so an image's ``cuda-compat`` (stack ``nvidia-driver``) with
 ``libcuda.so.580.95.05`` is judged as driver 580.95.05.
 
@@ -35,7 +34,14 @@ from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as _Pep
 
 from .. import catalog
-from ..model import AdvisoryMatch, Component, ComponentType, Finding, Product
+from ..model import (
+    AdvisoryMatch,
+    Component,
+    ComponentType,
+    Finding,
+    Product,
+    own_product_version,
+)
 from .cuda_releases import ReleaseGuess, release_of
 from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
 from .triton_releases import container_of
@@ -115,23 +121,17 @@ def _identities(c: Component) -> list[tuple[tuple[str, str, str], str | None, bo
             src = c.properties.get("source-package") or c.name
             out.append((("src", c.ecosystem, _norm(src)),
                         c.properties.get("source-version") or c.version, False))
-    products = list(c.products)
-    stack = c.properties.get("stack")
-    if not products and stack:
-        version = c.properties.get("product-version") or c.version
-        name = c.properties.get("product") or c.name
-        out.append((("stack", stack, name), version, True))
-        out.append((("stack", stack, "*"), version, True))
-    for p in products:
-        version = p.version or c.properties.get("product-version") or c.version
+    own = own_product_version(c)
+    for p in c.products:
+        version = p.version or own or c.version
         out.append((("stack", p.stack, p.name), version, True))
         out.append((("stack", p.stack, "*"), version, True))
-    out.extend(_catalog_identities(c, products, stack))
+    out.extend(_catalog_identities(c, c.products))
     return out
 
 
 def _catalog_identities(
-    c: Component, products: list[Product], stack: str | None
+    c: Component, products: list[Product]
 ) -> list[tuple[tuple[str, str, str], str | None, bool]]:
     """Every catalog row the component's names (package name, purl, CPE) select, unless a
     collector product of the component already stands for that row (its version, read
@@ -144,15 +144,13 @@ def _catalog_identities(
     if not rows:
         return []
     covered = {r.id for p in products for r in catalog.by_collector(p.stack, p.name)}
-    if stack and not products:
-        covered.update(r.id for r in catalog.by_collector(stack, c.properties.get("product") or c.name))
     out: list[tuple[tuple[str, str, str], str | None, bool]] = []
     for row in dict.fromkeys(rows):
         if row.id in covered:
             continue
         version = (None if row.version_rule == "none" else
                    catalog.product_version(row, c.ecosystem, c.version)
-                   or c.properties.get("product-version"))
+                   or own_product_version(c))
         out.append((("catalog", "*", row.id), version, True))
     return out
 
@@ -329,7 +327,7 @@ def _judge_release(
     Never more than ``review``: a toolkit bulletin names the CUDA Toolkit as a whole (its
     CVEs are often in one tool, e.g. cuobjdump or nvdisasm), so whether this component
     carries the vulnerable part is not stated."""
-    what = c.properties.get("product") or c.name
+    what = c.product_name or c.name
     caveat = (f"the bulletin names the CUDA Toolkit as a whole; whether {what} carries the "
               "vulnerable part is not stated")
     if guess.release is not None:
@@ -571,8 +569,7 @@ def _match(
     # CUDA components are judged as their toolkit release only where no toolkit root
     # (cuda-toolkit component) was found at the same location: that one speaks for them
     toolkit_at = {c.properties.get("location") for c in components
-                  if c.properties.get("stack") == "cuda"
-                  and c.properties.get("product") == "cuda-toolkit"}
+                  if c.stack == "cuda" and c.product_name == "cuda-toolkit"}
     line = _host_line(components) if target_kind == "host" else None
     kernel_code = _kernel_code_in(components) if target_kind == "image" else True
     entries_cache: dict[tuple[int, str],
@@ -713,7 +710,7 @@ def _match(
             # twenty driver libraries of one version are judged once)
             mkey = (key, version, c.properties.get("container-release"), _distro(c),
                     c.properties.get("location", "?") in toolkit_at, meta_only,
-                    c.properties.get("product") or c.name if key[0] == "stack" else None)
+                    c.product_name or c.name if key[0] == "stack" else None)
             decided = memo.get(mkey)
             if decided is None:
                 decided = memo[mkey] = [

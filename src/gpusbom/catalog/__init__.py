@@ -148,7 +148,7 @@ class Product:
 
     @property
     def product_id(self) -> str:
-        """The product id the row's components carry (``properties["product"]``): its
+        """The product id the row's components carry (``Product.name``): its
         first named ``collector`` product, else the row id."""
         named = [c.rpartition("/")[2] for c in self.collector if c != "*"]
         return named[0] if named else self.id

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..model import Component, ComponentType, ScanResult
+from ..model import Component, ComponentType, ScanResult, own_product_version
 from . import require as req
 from .arch import (
     ComputeCapability,
@@ -149,8 +149,8 @@ def _host_driver(host: ScanResult) -> tuple[str | None, list[str]]:
         if c.properties.get("kernel-module") == "nvidia" and c.version:
             return c.version, ["/sys/module/nvidia/version"]
     for c in host.components:
-        if c.properties.get("product") == "libcuda":
-            ver = c.properties.get("product-version") or c.version
+        if c.product_name == "libcuda":
+            ver = c.product_version
             if ver:
                 return ver, _paths(c)[:1]
     return None, []
@@ -267,12 +267,12 @@ def _csv(v: str | None) -> list[str]:
 
 
 def _display(c: Component) -> str:
-    ver = c.properties.get("product-version") or c.version
+    ver = own_product_version(c) or c.version
     return f"{c.name} {ver}" if ver else c.name
 
 
 def _is_framework(c: Component) -> bool:
-    return c.properties.get("stack") in FRAMEWORK_STACKS
+    return c.stack in FRAMEWORK_STACKS
 
 
 # --- CUDA kernel coverage
@@ -356,9 +356,10 @@ def _cuda_runtimes(image: ScanResult) -> list[_Runtime]:
     out: list[_Runtime] = []
     seen: set[tuple[str, str]] = set()
     for c in image.components:
-        versions = [p.version for p in c.products if p.name == "cudart" and p.version]
-        if c.properties.get("product") == "cudart":
-            versions.append(c.properties.get("product-version") or c.version or "")
+        # a product without its own version has the component's when it is the component's
+        # own product (the first), else none
+        versions = [v for i, p in enumerate(c.products) if p.name == "cudart"
+                    for v in [p.version or (c.version if i == 0 else None)] if v]
         for v in versions:
             mm = major_minor(v)
             loc = c.properties.get("location", "")
@@ -373,7 +374,7 @@ def _cuda_runtimes(image: ScanResult) -> list[_Runtime]:
                 out.append(_Runtime(f"{_display(c)} (built for CUDA {need})", need, c))
     if not out:
         for c in image.components:
-            if c.properties.get("product") == "cuda-toolkit" and c.properties.get("release"):
+            if c.product_name == "cuda-toolkit" and c.properties.get("release"):
                 rel = c.properties["release"]
                 if major_minor(rel):
                     out.append(_Runtime(f"CUDA toolkit {rel}", major_minor(rel) or rel, c))
@@ -418,8 +419,7 @@ def _runtime_check(rt: _Runtime, driver: str, via: str) -> LibraryVerdict:
 def _compat(image: ScanResult) -> list[Component]:
     out = []
     for c in image.components:
-        if c.properties.get("product") == "cuda-compat" or any(
-                p.name == "cuda-compat" for p in c.products):
+        if any(p.name == "cuda-compat" for p in c.products):
             out.append(c)
     return out
 
@@ -428,7 +428,7 @@ def _compat_version(c: Component) -> str | None:
     for p in c.products:
         if p.name == "cuda-compat" and p.version:
             return p.version
-    return c.properties.get("product-version") or c.version
+    return own_product_version(c) or c.version
 
 
 # --- the whole image on one platform
@@ -578,7 +578,7 @@ def _rocm_user(image: ScanResult) -> list[tuple[str, str, Component]]:
     out = []
     for c in image.components:
         p = c.properties
-        if p.get("stack") == "rocm" and p.get("release"):
+        if c.stack == "rocm" and p.get("release"):
             mm = major_minor(p["release"])
             if mm:
                 out.append((f"ROCm {p['release']}", mm, c))

@@ -41,9 +41,8 @@ def _major_minor(v: str) -> str | None:
 
 
 def _product(c: Component) -> tuple[str | None, str | None]:
-    prod = c.properties.get("product")
-    ver = c.properties.get("product-version") or c.version
-    return prod, ver
+    # a device's own ``product`` property (its model name) when it provides no product
+    return c.product_name or c.properties.get("product"), c.product_version
 
 
 def _paths(c: Component) -> list[str]:
@@ -114,7 +113,7 @@ def check(components: list[Component], facts: HostFacts) -> list[Finding]:
         for c in components:
             release = None
             what = ""
-            if c.properties.get("stack") == "cuda" and c.properties.get("release"):
+            if c.stack == "cuda" and c.properties.get("release"):
                 release = c.properties["release"]
                 what = f"CUDA toolkit {release}"
             bf = c.properties.get("built-for", "")

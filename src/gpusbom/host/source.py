@@ -143,7 +143,7 @@ class HostFacts:
         kmod = facts.modules.get("nvidia")
         if kmod is not None:
             pairs.extend((c, kmod) for c in components
-                         if c.properties.get("product") in _KMOD_USERS)
+                         if c.product_name in _KMOD_USERS)
         return ([(a.bom_ref, b.bom_ref) for a, b in pairs],
                 consistency.check(components, facts))
 

@@ -9,13 +9,13 @@ import json
 import zlib
 from typing import Any
 
-from ..model import ComponentType, ScanResult
+from ..model import ComponentType, ScanResult, product_properties
 
 GPU_TARGET_KEYS = ("cuda:sass", "cuda:ptx", "cuda:lto", "hip:targets", "built-for")
 
 
 def canonical_json(result: ScanResult) -> bytes:
-    return json.dumps(result.to_dict(), sort_keys=True, separators=(",", ":"),
+    return json.dumps(result.to_document(), sort_keys=True, separators=(",", ":"),
                       ensure_ascii=False).encode("utf-8")
 
 
@@ -121,7 +121,8 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         for c in result.components if c.type == ComponentType.DEVICE_DRIVER
     }
     for i, c in enumerate(result.components):
-        p = c.properties
+        # the rows keep the property view of the product (stack, product, ...) as SBOMs do
+        p = {**c.properties, **product_properties(c)}
         methods = sorted({e.method for e in c.evidence})
         paths = [e.path for e in c.evidence if e.path]
         targets = "; ".join(f"{k}={p[k]}" for k in GPU_TARGET_KEYS if p.get(k))
@@ -148,9 +149,6 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
             (pr.stack, pr.name, pr.version or p.get("product-version") or c.version)
             for pr in c.products
         ]
-        if not idents and p.get("stack"):
-            idents.append((p["stack"], p.get("product") or c.name,
-                           p.get("product-version") or c.version))
         for n, (stack, product, version) in enumerate(dict.fromkeys(idents)):
             prod_rows.append({"scan_id": sid, "comp_idx": i, "n": n, "stack": stack,
                               "product": product, "version": version})

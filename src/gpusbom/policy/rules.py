@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model import Component, ComponentType, ScanResult
+from ..model import Component, ComponentType, ScanResult, own_product_version
 from .decision import Violation
 from .loader import ComponentRule, Policy
 from .ranges import RangeError, compare, scheme_for
@@ -74,14 +74,9 @@ def product_instances(result: ScanResult) -> Iterator[ProductInstance]:
     for c in result.components:
         if c.type == ComponentType.DEVICE:
             continue
-        props = c.properties
-        if c.products:
-            for p in c.products:
-                yield ProductInstance(p.stack, p.name,
-                                      p.version or props.get("product-version") or c.version, c)
-        elif props.get("stack"):
-            yield ProductInstance(props["stack"], props.get("product") or c.name,
-                                  props.get("product-version") or c.version, c)
+        own = own_product_version(c)
+        for p in c.products:
+            yield ProductInstance(p.stack, p.name, p.version or own or c.version, c)
 
 
 def _label(c: Component, version: str | None = None) -> str:
@@ -235,8 +230,8 @@ def _component_matches(entry: ComponentRule, c: Component) -> list[tuple[str | N
     hits: list[tuple[str | None, str | None]] = []
     if fnmatch.fnmatchcase(_norm(c.name), pat):
         hits.append((c.version, scheme_for(c.ecosystem)))
-    products = [(p.name, p.version or c.properties.get("product-version") or c.version)
-                for p in c.products]
+    own = own_product_version(c)
+    products = [(p.name, p.version or own or c.version) for p in c.products]
     if not products and c.properties.get("product"):
         products = [(c.properties["product"], c.properties.get("product-version") or c.version)]
     for name, version in products:

@@ -23,7 +23,6 @@ from ..model import (
 )
 from ..stack import summarize
 from ._classify import ECOSYSTEMS, classify
-from ._own import products_of
 
 #: at most this many file paths per component become evidence (an SPDX document may
 #: list thousands of files for one package)
@@ -107,7 +106,6 @@ def foreign_component(
         bom_ref=ref or "",
         ecosystem=ecosystem,
     )
-    c.products = products_of(props, c.name, c.version)
     return c
 
 

@@ -22,7 +22,6 @@ from ._own import (
     apply_target_pairs,
     parse_evidence,
     probes_from,
-    products_of,
     unprefixed,
 )
 from ._read import display_name
@@ -213,7 +212,6 @@ def _component(c: dict[str, Any], where: str, sbom: str, parts: Parts) -> Compon
             licenses=_licenses(c, where), properties=gp,
             evidence=_own_evidence(props, occ), bom_ref=ref or "", ecosystem=ecosystem,
         )
-        comp.products = products_of(gp, comp.name, comp.version)
         parts.probes.extend(probes_from(probe_pairs, ref))
         return comp
     fprops = {f"sbom:{n}": v for n, v in props}

@@ -16,7 +16,6 @@ from ..model import (
     Finding,
     LayerRef,
     ProbeResult,
-    Product,
     Target,
     Unknown,
 )
@@ -33,7 +32,6 @@ _EVIDENCE_RX = re.compile(
     re.DOTALL,
 )
 _FINDING_RX = re.compile(r"^\[(?P<sev>[^\]]*)\] (?P<id>\S+): (?P<title>.*?)(?: \((?P<refs>[^()]*)\))?$")
-_PRODUCT_RX = re.compile(r"^(?P<stack>[^/]+)/(?P<name>[^@]+)@(?P<version>.*)$")
 
 #: ``ProbeResult`` fields as ``_probes.py`` names them
 _PROBE_FIELDS = {
@@ -59,24 +57,6 @@ def parse_evidence(text: str, path: str | None = None) -> Evidence | None:
         sha256=m.group("sha256") or None,
         declared_digest=m.group("declared") or None,
     )
-
-
-def products_of(props: dict[str, str], name: str, version: str | None) -> list[Product]:
-    """``Component.products`` where fusion listed several (the ``products`` property)."""
-    multi = props.get("products")
-    if multi:
-        out = []
-        for item in multi.split(", "):
-            m = _PRODUCT_RX.match(item.strip())
-            if m:
-                v = m.group("version")
-                out.append(Product(m.group("stack"), m.group("name"), None if v == "unknown" else v))
-        if out:
-            return sorted(out, key=lambda p: (p.stack, p.name, p.version or ""))
-    # one product: the SBOM does not say whether its version was known (``Product.version``
-    # None), so leave ``products`` empty; the matcher and the stack summary then read the
-    # ``stack``/``product``/``product-version`` properties, as they do for any component
-    return []
 
 
 def probes_from(pairs: Iterable[tuple[str, str]], device_ref: str | None) -> list[ProbeResult]:

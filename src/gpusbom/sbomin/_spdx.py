@@ -21,7 +21,6 @@ from ._own import (
     apply_target_pairs,
     parse_evidence,
     probes_from,
-    products_of,
     unprefixed,
 )
 from ._read import display_name
@@ -255,7 +254,6 @@ def _package(pkg: Any, sbom: str, files: list[str]) -> Component:
             description=pkg.description, licenses=_licenses(pkg), properties=props,
             evidence=evidence, bom_ref=ref, ecosystem=ecosystem,
         )
-        comp.products = products_of(props, comp.name, comp.version)
         return comp
     paths = list(files)
     if pkg.source_info:  # Syft: "acquired package info from DPKG DB: /var/lib/dpkg/status, ..."

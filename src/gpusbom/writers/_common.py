@@ -56,7 +56,7 @@ def target_key(result: ScanResult) -> str:
 
 def content_digest(result: ScanResult) -> str:
     """sha256 of the canonical native JSON: identical scans give identical ids."""
-    d = result.to_dict()
+    d = result.to_document()
     # independent of the order the scanner happened to list things in
     d["components"] = sorted(d["components"], key=lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))
     d["relationships"] = sorted(d["relationships"], key=lambda r: (r["source"], r["type"], r["target"]))

@@ -52,7 +52,15 @@ except ImportError:  # pragma: no cover - older releases
 
 from ..errors import UsageError
 from ..licenses import declared_expression
-from ..model import AdvisoryMatch, Component, ComponentType, Evidence, Finding, ScanResult
+from ..model import (
+    AdvisoryMatch,
+    Component,
+    ComponentType,
+    Evidence,
+    Finding,
+    ScanResult,
+    product_properties,
+)
 from ._common import (
     advisory_db_pairs,
     cpe_kind,
@@ -204,7 +212,7 @@ def _component_properties(c: Component, contained_by: list[str]) -> list[Propert
         if ev.declared_digest:
             props.append(Property(name=prop("declared-digest"),
                                   value=f"{ev.path}={ev.declared_digest}"))
-    for k, v in sorted(c.properties.items()):
+    for k, v in sorted({**c.properties, **product_properties(c)}.items()):
         props.append(Property(name=prop(k), value=v))
     for parent in contained_by:
         props.append(Property(name=prop("contained-by"), value=parent))

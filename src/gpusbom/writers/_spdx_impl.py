@@ -30,7 +30,7 @@ from spdx_tools.spdx.writer.tagvalue import tagvalue_writer
 from ..errors import GpusbomError
 from ..identity import target_identity
 from ..licenses import declared_expression
-from ..model import Component, ComponentType, Finding, ScanResult
+from ..model import Component, ComponentType, Finding, ScanResult, product_properties
 from ._common import (
     advisory_db_pairs,
     cpe_kind,
@@ -176,7 +176,7 @@ def _component_comment(c: Component, notes: list[str]) -> str | None:
         if ev.detail:
             bits.append(f"detail={ev.detail}")
         lines.append(f"{prop('evidence')}: " + "; ".join(bits))
-    for k, v in sorted(c.properties.items()):
+    for k, v in sorted({**c.properties, **product_properties(c)}.items()):
         lines.append(f"{prop(k)}={v}")
     lines.extend(notes)
     return "\n".join(lines) if lines else None

@@ -24,7 +24,7 @@ class JsonWriter(Writer):
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from ._jsonfast import dumps_indented
 
-        out.write(dumps_indented(result.to_dict(), indent=2, sort_keys=True))
+        out.write(dumps_indented(result.to_document(), indent=2, sort_keys=True))
         out.write("\n")
 
 
