@@ -24,6 +24,11 @@ scan can identify (same rule as NVIDIA: a curated file with ``override`` is kept
 CVE is in several copies, the copy updated last wins. Facts only: the titles are made of
 the products, CWE names and impact classes, never the records' descriptions.
 
+``--intel-index GITDIR`` (a git copy of github.com/intel/security-center, Intel's CSAF
+files: one per INTEL-SA with its CVE ids) makes the report list, as known missing, every
+advisory of that index whose CVE records no ``--cve5`` copy held. ``--cve5`` also takes a
+directory of records read one by one (``~/.cache/gpusbom-research/cve5``: not committed).
+
 The coverage report (``src/gpusbom/data/advisories-coverage.txt``, next to the bundle) says
 for each vendor and product the bulletins seen, imported and excluded, each exclusion with
 its reason, plus the importer's phrase counts. A run with only one of ``--nvidia`` /
@@ -37,6 +42,7 @@ import argparse
 import collections
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -243,16 +249,26 @@ def _cve5_items(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     the copy with the latest ``dateUpdated`` winning."""
     best: dict[str, tuple[str, str, dict[str, Any]]] = {}
     for p in paths:
+        newest = ""
         if Path(p, "HEAD").exists() or (Path(p) / ".git").exists():
             git = _Git(p)
-            COPIES.append(f"{_origin(p)} at {git.commit[:12]}")
+            when = subprocess.run(["git", "-C", p, "log", "-1", "--format=%cI"], check=True,
+                                  capture_output=True, text=True).stdout.strip()[:10]
+            COPIES.append(f"{_origin(p)} at {git.commit[:12]} (data date {when})")
             names = [f for f in git.files if f.rsplit("/", 1)[-1].startswith("CVE-")
                      and f.endswith(".json")]
             blobs = ((f"{p}@{git.commit[:12]}:{f}", git.read(f) or b"") for f in names)
         else:
-            COPIES.append(f"{Path(p).name}/ ({sum(1 for _ in Path(p).rglob('CVE-*.json'))} "
-                          "records)")
-            blobs = ((str(f), f.read_bytes()) for f in sorted(Path(p).rglob("CVE-*.json")))
+            files = sorted(Path(p).rglob("CVE-*.json"))
+            for f in files:  # the newest record decides the data date of a directory
+                try:
+                    upd = str(json.loads(f.read_bytes())["cveMetadata"].get("dateUpdated"))
+                except (ValueError, KeyError, TypeError):
+                    continue
+                newest = max(newest, upd[:10])
+            COPIES.append(f"{Path(p).name}/ ({len(files)} records read one by one from "
+                          f"CVEProject/cvelistV5; newest dateUpdated {newest or 'unknown'})")
+            blobs = ((str(f), f.read_bytes()) for f in files)
         for where, raw in blobs:
             try:
                 doc = json.loads(raw)
@@ -267,7 +283,62 @@ def _cve5_items(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     return [(w, d) for w, _u, d in sorted(best.values(), key=lambda x: x[0])]
 
 
-def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]], list[str]]:
+# titles of Intel advisories that name the GPU/AI stack (for the known-missing list)
+_GPU_AI_TITLE = re.compile(r"graphics|\bGPU|\bArc\b|oneAPI|\bVPL\b|\bmedia\b|OpenVINO|Neural "
+                           r"Compressor|PyTorch|Level Zero|compute runtime|VTune|\bAdvisor\b|"
+                           r"MPI Library|Trace Analyzer|Math Kernel|\bIPP\b|Distribution for "
+                           r"Python|ITT API|DPC\+\+|Kubernetes", re.IGNORECASE)
+
+
+def intel_index(gitdir: str, since: str, read: set[str]) -> list[str]:
+    """The known-missing part of the Intel section, from Intel's own advisory index
+    (github.com/intel/security-center: one CSAF file per INTEL-SA with its CVE ids): every
+    advisory first released on or after ``since`` whose CVE records no copy held."""
+    from gpusbom.advisories.importers.cve5 import vendor_product
+
+    git = _Git(gitdir)
+    when = subprocess.run(["git", "-C", gitdir, "log", "-1", "--format=%cI"], check=True,
+                          capture_output=True, text=True).stdout.strip()[:10]
+    rows: list[tuple[str, str, str, list[str]]] = []
+    for f in git.files:
+        if not (f.startswith("advisories/") and f.endswith(".JSON")):
+            continue
+        try:
+            doc = json.loads((git.read(f) or b"").decode("utf-8-sig"))
+            track = doc["document"]["tracking"]
+            rows.append((str(track["initial_release_date"])[:10], str(track["id"]),
+                         " ".join(vendor_product(str(doc["document"]["title"])).split()),
+                         [str(v.get("cve")) for v in doc.get("vulnerabilities") or []
+                          if isinstance(v, dict) and v.get("cve")]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    rows = sorted(r for r in rows if r[0] >= since)
+    first = rows[0][0] if rows else "-"
+    covered = [r for r in rows if set(r[3]) & read]
+    partial = [(r, sorted(set(r[3]) - read)) for r in covered if set(r[3]) - read]
+    partial.sort(key=lambda x: not _GPU_AI_TITLE.search(x[0][2]))
+    stack = [r for r in rows if r not in covered and _GPU_AI_TITLE.search(r[2])]
+    other = [r for r in rows if r not in covered and r not in stack]
+    out = [f"  Intel's advisory index (github.com/intel/security-center at {git.commit[:12]}, "
+           f"data date {when}; CSAF files from {first}): {len(rows)} advisories; CVE records "
+           f"read for {len(covered)}",
+           f"  known missing: GPU/AI-stack titles with no CVE record read: {len(stack)}; "
+           f"advisories read in part: {len(partial)}; advisories after {when} are not in the "
+           "index (their records were looked up one by one); advisories before "
+           f"{first} are known only through the copies (vulnrichment holds the records CISA "
+           "enriched)"]
+    out += [f"    {r[1]} ({r[0]}): {r[2][:70]}: CVE records not read ({', '.join(r[3])})"
+            for r in stack]
+    out += [f"    {r[1]} ({r[2][:50]}): CVE records not read: {', '.join(m)}"
+            for r, m in partial]
+    out.append(f"  not read, title names no GPU/AI-stack product: {len(other)} (CPU, "
+               "firmware, network, storage, wireless, NPU, Gaudi, QAT ...): "
+               + ", ".join(r[1] for r in other))
+    return out
+
+
+def import_intel_amd(paths: list[str], since: str, index: str | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
     from gpusbom import catalog
     from gpusbom.advisories.db import AdvisoryError, validate_record
     from gpusbom.advisories.importers.cve5 import advisory_id, by_advisory, import_cve5
@@ -355,6 +426,28 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
                 per_product[vendor][t][adv] = ("excluded", f"invalid after import: {exc}")
             continue
         records.append(rec)
+    read = {str(d["cveMetadata"].get("cveId")) for _w, d in items}
+    amd = [d for _w, d in items if str(d["cveMetadata"]["assignerShortName"]).lower() == "amd"]
+    rocm_product = sorted({str(d["cveMetadata"]["cveId"]) for d in amd for a in
+                           d["containers"]["cna"].get("affected") or []
+                           if "rocm" in str(a.get("product", "")).lower()})
+    rocm_fix = sorted({str(d["cveMetadata"]["cveId"]) for d in amd for a in
+                       d["containers"]["cna"].get("affected") or [] for v in
+                       a.get("versions") or [] if "rocm" in str(v.get("version", "")).lower()})
+    known_missing = {
+        "Intel": intel_index(index, since, read) if index else [
+            "  known missing: no advisory index given (--intel-index): records published "
+            "after the copies' data dates may be missing"],
+        "AMD": [
+            "  known missing: AMD publishes no machine-readable bulletin index that could be "
+            "read here; AMD records newer than the vulnrichment copy were found by searching "
+            "stored cvelistV5 records and read one by one, so an AMD-SB published after that "
+            "copy's data date that the search did not surface is missing",
+            f"  ROCm: records naming a ROCm component as the affected product: "
+            f"{len(rocm_product)}{' (' + ', '.join(rocm_product) + ')' if rocm_product else ''};"
+            f" records whose fix for Instinct GPUs is a ROCm release: {len(rocm_fix)} "
+            f"({', '.join(rocm_fix) or 'none'})"],
+    }
     lines: list[str] = []
     for vendor in ("Intel", "AMD"):
         c, cl = counts[vendor], classes[vendor]
@@ -384,6 +477,7 @@ def import_intel_amd(paths: list[str], since: str) -> tuple[list[dict[str, Any]]
             f"  excluded: {len(bulletins) - imported - unmatched}",
             f"  out of scope (no GPU/AI-stack product in the catalog): "
             f"{len(out_of_scope[vendor])} advisories",
+            *(known_missing[vendor]),
             "",
             f"  {'product':36} {'seen':>5} {'matchable':>9} {'unmatched':>9}",
         ]
@@ -469,6 +563,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--nvidia", help="git directory of NVIDIA/product-security")
     ap.add_argument("--cve5", nargs="+", metavar="PATH",
                     help="directories / git directories of Intel and AMD CVE JSON 5 records")
+    ap.add_argument("--intel-index", metavar="GITDIR",
+                    help="git directory of github.com/intel/security-center (Intel's CSAF "
+                         "advisories): lists the INTEL-SA whose CVE records no copy held")
     ap.add_argument("--since", default="2022-01-01")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args(argv)
@@ -478,7 +575,7 @@ def main(argv: list[str]) -> int:
         _write(records, "NVIDIA-*.json", lambda f: True)
         sections["nvidia"] = lines
     if a.cve5:
-        records, lines = import_intel_amd(a.cve5, a.since)
+        records, lines = import_intel_amd(a.cve5, a.since, a.intel_index)
         fresh = {r["id"] for r in records}
         # a curated file of an advisory the copies hold is replaced; others stay
         _write(records, "*.json", lambda f: f.stem in fresh)

@@ -8,8 +8,8 @@ database byte for byte intact. A bulletin with a bad checksum or bad data is ski
 and named in the summary; a bulletin re-listing an older CVE is merged. Success: the next scan matches against the new database
 and reports it (source, build date, age).
 
-CISA's KEV catalog and per-CVE descriptions (CSAF notes, OSV details) are fetched into the
-user cache only: findings carry them in the table, JSON, CycloneDX, HTML and the gate's
+CISA's KEV catalog and per-CVE descriptions (CSAF notes, OSV details, Intel's and AMD's CVE
+JSON 5 records in cvelistV5's layout) are fetched into the user cache only: findings carry them in the table, JSON, CycloneDX, HTML and the gate's
 SARIF; a bad KEV download keeps the old database like any other feed."""
 
 from __future__ import annotations
@@ -206,6 +206,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cert: tuple[Path, Path]
     for var in ("GPUSBOM_NVIDIA_CSAF_URL", "GPUSBOM_OSV_URL", "GPUSBOM_CURATED_URL",
                 "GPUSBOM_KEV_URL"):
         monkeypatch.delenv(var, raising=False)
+    # the Intel/AMD CVE record feed only where a test serves it (never the real one)
+    monkeypatch.setenv("GPUSBOM_CVE5_URL", "off")
     return cache
 
 
@@ -649,3 +651,84 @@ def test_bad_kev_download_keeps_old_db(
     assert path in line and want in line, line
     assert user_db_path().read_bytes() == old
     assert load_active().kev["CVE-2099-1111"]["dateAdded"] == "2099-03-01"
+
+
+# --------------------------------------------------------------------------- Intel/AMD CVE 5
+
+
+def _cve5(cve: str, assigner: str, product: str, version: str, status: str, ref: str,
+          text: str, cve_id: str | None = None) -> bytes:
+    """A CVE JSON 5 record in the shape Intel's and AMD's records have in
+    CVEProject/cvelistV5 (cves/<year>/<N>xxx/<id>.json); the product, version and
+    reference are the vendor's, the description is written for the test."""
+    return json.dumps({
+        "dataType": "CVE_RECORD", "dataVersion": "5.1",
+        "cveMetadata": {"cveId": cve_id or cve, "state": "PUBLISHED",
+                        "assignerShortName": assigner, "datePublished": "2025-11-11T16:50:53Z"},
+        "containers": {"cna": {
+            "affected": [{"vendor": "n/a" if assigner == "intel" else "AMD",
+                          "product": product, "defaultStatus": "unaffected"
+                          if status == "affected" else "affected",
+                          "versions": [{"version": version, "status": status}]}],
+            "descriptions": [{"lang": "en", "value": text}],
+            "references": [{"url": ref}]}}}).encode()
+
+
+def test_intel_and_amd_descriptions_from_their_cve_records(
+    env: Path, https: tuple[Feeds, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    # the curated copy: three shipped Intel/AMD records (their CVEs are asked for)
+    shipped = json.loads((Path(__file__).resolve().parents[2]
+                          / "src/gpusbom/data/advisories.json").read_text())
+    keep = {"INTEL-SA-01366", "INTEL-SA-01365", "AMD-SB-6019"}
+    cur = json.dumps({**shipped, "advisories": [a for a in shipped["advisories"]
+                                                if a["id"] in keep]}).encode()
+    feeds.put("/curated/advisories.json", cur)
+    feeds.put("/curated/advisories.json.sha256", _sha(cur))
+    mkl = "Test: oneMKL input validation (written for the test)."
+    amd = "Test: amdgpu \x1b[1mdescription\x1b[0m (written for the test)."
+    # CVE-2025-31948, INTEL-SA-01366: oneMKL before 2025.2
+    feeds.put("/cve5/2025/31xxx/CVE-2025-31948.json", _cve5(
+        "CVE-2025-31948", "intel", "Intel(R) oneAPI Math Kernel Library",
+        "before version 2025.2", "affected",
+        "https://intel.com/content/www/us/en/security-center/advisory/intel-sa-01366.html", mkl))
+    # CVE-2024-36353, AMD-SB-6019: fixed in Radeon Software for Linux 25.10.1
+    feeds.put("/cve5/2024/36xxx/CVE-2024-36353.json", _cve5(
+        "CVE-2024-36353", "AMD", "AMD Radeon(TM) RX 7000 Series Graphics Products",
+        "Radeon Software For Linux 25.10.1", "unaffected",
+        "https://www.amd.com/en/resources/product-security/bulletin/amd-sb-6019.html", amd))
+    # CVE-2025-27712 (INTEL-SA-01365): the server answers with another CVE's record
+    feeds.put("/cve5/2025/27xxx/CVE-2025-27712.json", _cve5(
+        "CVE-2025-27712", "intel", "Intel(R) Neural Compressor software",
+        "before version v3.4", "affected",
+        "https://intel.com/content/www/us/en/security-center/advisory/intel-sa-01365.html",
+        "Test.", cve_id="CVE-2025-31948"))
+    args = [a for a in _args(url)] + ["--source", f"cve5={url}/cve5"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "cve5: 2 records" in out and "1 entries skipped" in out
+    assert (f"skipped: {url}/cve5/2025/27xxx/CVE-2025-27712.json: invalid data: not the CVE "
+            "JSON 5 record of CVE-2025-27712 (cveMetadata.cveId 'CVE-2025-31948')") in out
+    db = load_active()
+    assert db.descriptions["CVE-2025-31948"] == mkl
+    assert db.descriptions["CVE-2024-36353"] == ("Test: amdgpu [1mdescription [0m "
+                                                  "(written for the test).")
+    assert "CVE-2025-27712" not in db.descriptions
+    assert {"INTEL-SA-01366", "AMD-SB-6019"} <= {a.id for a in db}
+    # the facts still come from the records built into the snapshot; only the text is new
+    (rec,) = [a for a in db if a.id == "INTEL-SA-01366"]
+    assert rec.raw["vulnerabilities"][0]["affected"][0]["ranges"] == [{"fixed": "2025.2"}]
+    # a record the server does not have is skipped alone; an unreachable server fails whole
+    del feeds.files["/cve5/2024/36xxx/CVE-2024-36353.json"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"{url}/cve5/2024/36xxx/CVE-2024-36353.json: not published (HTTP 404)" in out
+    before = user_db_path().read_bytes()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    assert main([*_args(url), "--source", f"cve5=https://127.0.0.1:{port}/cve5"]) == 3
+    assert "cannot connect" in _one_line(capsys)
+    assert user_db_path().read_bytes() == before

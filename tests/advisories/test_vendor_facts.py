@@ -1,4 +1,4 @@
-"""Vendor semantics on real vendor facts: 38 bulletins of NVIDIA, Intel, AMD and OSV.
+"""Vendor semantics on real vendor facts: 39 bulletins of NVIDIA, Intel, AMD and OSV.
 
 The facts (advisory ids, product names and version phrases exactly as the vendor writes
 them, ranges, fixed versions, scores, CWE, the words that place a CVE in a component) are
@@ -254,6 +254,26 @@ CVE5 = [
                 ("AMD Radeon\u2122 PRO V620", [{"version": "Contact your AMD Customer "
                                                  "Engineering representative",
                                                  "status": "unaffected"}])]),
+    # AMD-SB-6027 (2026-05-15): ASP firmware of Radeon and Instinct GPUs
+    # (cves/2025/66xxx/CVE-2025-66664.json): the fix is a Windows AMD Software release for
+    # Radeon cards, a ROCm release for Instinct (7.0, 6.3.1, 6.4.2, "BKC 26 (ROCm 7.0.1)"),
+    # a quarter-named PRO Edition ("25.Q3.1 (25.10.32)") that names no numeric release
+    _cve5("CVE-2025-66664", "AMD-SB-6027", AMD_SB.format(n="6027"),
+          "AMD Radeon\u2122 RX 6000 Series Graphics Products",
+          [{"version": "AMD Software: Adrenalin Edition 25.12.1 (25.10.37.01)",
+            "status": "unaffected"}],
+          (4.6, None), "CWE-125", "2026-05-15", vendor="AMD", assigner="AMD",
+          default="affected",
+          more=[("AMD Radeon\u2122 PRO W7000 Series Graphics Products",
+                 [{"version": "AMD Software: PRO Edition 25.Q3.1 (25.10.32)",
+                   "status": "unaffected"}]),
+                ("AMD Instinct\u2122 MI250", [{"version": "ROCm 7.0", "status": "unaffected"}]),
+                ("AMD Instinct\u2122 MI300X", [{"version": "ROCm 6.3.1",
+                                                 "status": "unaffected"}]),
+                ("AMD Instinct\u2122 MI308X", [{"version": "ROCm 6.4.2",
+                                                 "status": "unaffected"}]),
+                ("AMD Instinct\u2122 MI300A", [{"version": "BKC 26 (ROCm 7.0.1)",
+                                                 "status": "unaffected"}])]),
     # AMD-SB-6005 (2024-08-13): Radeon RX 6000 cards, fixed in the Windows AMD Software
     # (cves/2023/20xxx/CVE-2023-20509.json)
     _cve5("CVE-2023-20509", "AMD-SB-6005", AMD_SB.format(n="6005"),
@@ -482,6 +502,9 @@ CASES = [
      ("review", None, "no-range")),
     ("INTEL-SA-01253 Windows driver", [pkg("deb", "intel-opencl-icd", "24.22.29735.27-1")],
      "CVE-2024-36292", {}, None),
+    # AMD states only the ROCm releases that fix the Instinct GPUs: an older ROCm is review
+    ("AMD-SB-6027 ROCm before every fix", [pkg("deb", "rocm-core", "6.2.0.60200-66~22.04")],
+     "CVE-2025-66664", {}, ("review", None, "no-range")),
     ("AMD-SB-6015 HIP SDK Windows", [pkg("deb", "rocm-core", "6.2.0.60200-66~22.04")],
      "CVE-2024-21937", {}, None),
     # oneAPI PyPI wheels of the same libraries as the intel-oneapi-* debs
@@ -589,6 +612,21 @@ def test_amd_software_named_in_the_version_strings() -> None:
     (b,) = _aff("CVE-2023-20509")
     assert (b["target"], b["platform"], b["fixed"]) == ("amd-software-windows", "windows",
                                                          ["23.12.1"])
+
+
+def test_amd_rocm_fix_and_no_invented_release() -> None:
+    # AMD-SB-6027: "BKC 26 (ROCm 7.0.1)" is ROCm 7.0.1 (not a release "26"); "PRO Edition
+    # 25.Q3.1 (25.10.32)" is quarter-named: its number is the driver version 25.10.32
+    # (not "3.1")
+    by = {(a["target"], a["vendor_product"]): a for a in _aff("CVE-2025-66664")}
+    rocm = by[("rocm", "ROCm")]
+    assert rocm["fixed"] == ["7.0", "6.3.1", "6.4.2", "7.0.1"] and "ranges" not in rocm
+    assert "affected versions not stated" in rocm["no_range"]
+    assert by[("amd-software-windows", "AMD Software: Adrenalin Edition")]["fixed"] == ["25.12.1"]
+    pro = by[("amd-software-windows", "AMD Software: PRO Edition 25.Q3.1")]
+    assert pro["fixed"] == ["25.10.32"] and pro["platform"] == "windows"
+    assert not any("26" in a.get("fixed", []) or "3.1" in a.get("fixed", [])
+                   for a in by.values())
 
 
 def test_intel_two_fixes_are_release_lines_not_a_range() -> None:

@@ -125,3 +125,14 @@ def osv_description(doc: dict[str, Any]) -> str | None:
             return clean_text(text)
     return None
 
+
+
+def cve5_description(doc: dict[str, Any]) -> str | None:
+    """A CVE JSON 5 record's description: the CNA container's English ``descriptions``
+    (the vendor's text, as Intel and AMD write it)."""
+    cna = (doc.get("containers") or {}).get("cna") if isinstance(doc, dict) else None
+    for d in (cna or {}).get("descriptions") or [] if isinstance(cna, dict) else []:
+        if isinstance(d, dict) and str(d.get("lang", "")).lower().startswith("en") \
+                and isinstance(d.get("value"), str) and d["value"].strip():
+            return clean_text(d["value"])
+    return None

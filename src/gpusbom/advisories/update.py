@@ -13,11 +13,13 @@ Feeds (each URL configurable, so a mirror or a test server can stand in):
 - ``curated``: the project's curated bundle (the format of ``gpusbom/data/advisories.json``)
   with its ``.sha256`` beside it. Without a URL the curated records shipped with this
   gpusbom are used;
+- ``cve5``: Intel's and AMD's CVE JSON 5 records (CVEProject/cvelistV5's layout), one per
+  CVE of an Intel or AMD record, for their descriptions (``update_cve5.py``);
 - ``kev``: CISA's Known Exploited Vulnerabilities catalog (JSON; CISA publishes no
   checksum: the length and the catalog's own ``count`` are checked). Findings of a CVE in
   it carry its ``dateAdded``.
 
-Per-CVE descriptions (the CSAF notes, OSV details) are kept in the new database's
+Per-CVE descriptions (the CSAF notes, OSV details, Intel's and AMD's CVE records) are kept in the new database's
 ``descriptions``, in the user cache only (``enrich.py``): the shipped snapshot holds no
 vendor prose.
 
@@ -71,9 +73,11 @@ DEFAULT_SOURCES: dict[str, str | None] = {
     "osv": "https://osv-vulnerabilities.storage.googleapis.com",
     "curated": None,  # the records shipped with gpusbom
     "kev": KEV_URL,
+    "cve5": "https://raw.githubusercontent.com/CVEProject/cvelistV5/main/cves",
 }
 ENV_VARS = {"nvidia-csaf": "GPUSBOM_NVIDIA_CSAF_URL", "osv": "GPUSBOM_OSV_URL",
-            "curated": "GPUSBOM_CURATED_URL", "kev": "GPUSBOM_KEV_URL"}
+            "curated": "GPUSBOM_CURATED_URL", "kev": "GPUSBOM_KEV_URL",
+            "cve5": "GPUSBOM_CVE5_URL"}
 DEFAULT_ECOSYSTEMS = ("PyPI", "Debian", "Ubuntu")
 FIRST_CSAF_YEAR = 2022
 _TIMEOUT = (10.0, 60.0)
@@ -493,6 +497,12 @@ def update(
             kev, info = _kev_feed(fetch, str(sources["kev"]))
             feeds.append(info)
         records, merged = merge_records([*groups, curated_rest])
+        if sources.get("cve5"):
+            from .update_cve5 import cve5_feed  # imports this module: not at the top
+
+            say("Intel and AMD CVE records (descriptions)")
+            feeds.append(cve5_feed(fetch, str(sources["cve5"]), records, skipped, workers,
+                                   descriptions))
         built = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
         built = built.replace("+00:00", "Z")
         kept = {v["id"] for r in records for v in r["vulnerabilities"]}

@@ -95,6 +95,11 @@ class Cve5Import:
 _BEFORE = re.compile(r"^(?:before|prior to|below)\s+(?:versions?\s+)?v?(\S+)$", re.IGNORECASE)
 _EXACT = re.compile(r"^versions?\s+(v?\d[\w.]*(?:\s*(?:,|and|&)\s*v?\d[\w.]*)*)$", re.IGNORECASE)
 _NUMBERED = re.compile(r"\d+(?:\.\d+)+")
+_WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.])")
+# AMD joins several software releases in one version string: "AMD Software: Adrenalin
+# Edition 25.6.1 (25.10.13.01), AMD Software: PRO Edition 25.Q2 (25.10.10)", "BKC 26
+# (ROCm 7.0.1)": each comma part and each parenthesised part is read on its own
+_AMD_PARTS = re.compile(r",\s+|\s*[()]\s*")
 _MARKS = re.compile(r"\((?:R|TM|C)\)|[\u2122\u00ae\u00a9*]", re.IGNORECASE)
 _WINDOWS = re.compile(r"\bfor Windows\b|\bWindows\b|\bWHQL\b|\bDCH\b", re.IGNORECASE)
 _MACOS = re.compile(r"\bfor mac ?OS\b", re.IGNORECASE)
@@ -376,13 +381,16 @@ def _version(v: Any, g: dict[str, Any], scheme: str) -> int:
             got = _phrase(text) if text else None
             ver = got.get("version") if got else None
             if ver is None and g["named"]:
-                # AMD's "Radeon Software For Linux 25.10.1": the release inside the name
-                m = _NUMBERED.search(text)
+                # AMD's "Radeon Software For Linux 25.10.1": the release inside the name,
+                # a whole token only ("PRO Edition 25.Q3.1" names no numeric release)
+                m = _WHOLE_NUMBER.search(text)
                 ver = m.group(0) if m else None
             if ver and _ok(scheme, ver):
                 if ver not in g["fixed"]:
                     g["fixed"].append(ver)
                 return 1
+            if g["named"] and text:
+                g["bad"].append(text)  # "PRO Edition 25.Q2": counted, never guessed
         return 0
     if status != "affected":
         return 0
@@ -455,13 +463,22 @@ def _amd_by_version(versions: list[dict[str, Any]]) -> list[tuple[str, str, str,
     per software product named in the version strings."""
     from ... import catalog
 
-    out: dict[str, tuple[str, str, str, list[Any]]] = {}
+    out: dict[tuple[str, str], tuple[str, str, str, list[Any]]] = {}
     for v in versions:
-        raw = str(v.get("version", ""))
-        row = catalog.by_vendor_string(vendor_product(raw), "AMD")
-        if row is None:
-            continue
-        name = " ".join(_NUMBERED.split(raw)[0].split()).rstrip(" :(") or raw
-        got = out.setdefault(row.id, (row.id, row.scheme or "intel", name, []))
-        got[3].append(v)
+        for part in str(v.get("version", "")).split(", "):
+            last: list[Any] | None = None  # the entry a "(25.10.32)" build number belongs to
+            for raw in (x.strip() for x in _AMD_PARTS.split(part) if x.strip()):
+                row = catalog.by_vendor_string(vendor_product(raw), "AMD")
+                if row is None:
+                    m = _WHOLE_NUMBER.fullmatch(raw)
+                    if m and last is not None and not _WHOLE_NUMBER.search(last[-1]["version"]):
+                        # "PRO Edition 23.Q4 (23.30.13.03)": the release is quarter-named,
+                        # the driver version in parentheses is the number the vendor gives
+                        last[-1] = {**last[-1], "version": f"{last[-1]['version']} {raw}"}
+                    continue
+                m = _WHOLE_NUMBER.search(raw)
+                name = " ".join((raw[:m.start()] if m else raw).split()).rstrip(" :") or raw
+                got = out.setdefault((row.id, name), (row.id, row.scheme or "intel", name, []))
+                got[3].append({**v, "version": raw})
+                last = got[3]
     return list(out.values())

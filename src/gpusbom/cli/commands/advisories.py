@@ -58,8 +58,9 @@ def advisories_update(
     source: Annotated[
         list[str] | None,
         typer.Option("--source", help="NAME=URL for a feed (nvidia-csaf, osv, curated, "
-                     "kev), or NAME=off; repeatable. Also GPUSBOM_NVIDIA_CSAF_URL, "
-                     "GPUSBOM_OSV_URL, GPUSBOM_CURATED_URL, GPUSBOM_KEV_URL."),
+                     "kev, cve5), or NAME=off; repeatable. Also GPUSBOM_NVIDIA_CSAF_URL, "
+                     "GPUSBOM_OSV_URL, GPUSBOM_CURATED_URL, GPUSBOM_KEV_URL, "
+                     "GPUSBOM_CVE5_URL."),
     ] = None,
     ecosystem: Annotated[
         list[str] | None,
