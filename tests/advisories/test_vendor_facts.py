@@ -1,4 +1,4 @@
-"""Vendor semantics on real vendor facts: 39 bulletins of NVIDIA, Intel, AMD and OSV.
+"""Vendor semantics on real vendor facts: 40 bulletins of NVIDIA, Intel, AMD and OSV.
 
 The facts (advisory ids, product names and version phrases exactly as the vendor writes
 them, ranges, fixed versions, scores, CWE, the words that place a CVE in a component) are
@@ -254,6 +254,13 @@ CVE5 = [
                 ("AMD Radeon\u2122 PRO V620", [{"version": "Contact your AMD Customer "
                                                  "Engineering representative",
                                                  "status": "unaffected"}])]),
+    # INTEL-SA-01265 (2026-02-10): "before version 2025.0." with the sentence's full stop
+    # (cves/2025/20xxx/CVE-2025-20106.json)
+    _cve5("CVE-2025-20106", "INTEL-SA-01265", INTEL_SA.format(n="01265"),
+          "VTune(TM) Profiler software and Intel(R) oneAPI Base Toolkits",
+          [{"version": "before version 2025.0.", "status": "affected"}],
+          (6.7, "CVSS:3.1/AV:L/AC:H/PR:L/UI:R/S:U/C:H/I:H/A:H"), "CWE-427", "2026-02-10",
+          vendor="n/a"),
     # AMD-SB-6027 (2026-05-15): ASP firmware of Radeon and Instinct GPUs
     # (cves/2025/66xxx/CVE-2025-66664.json): the fix is a Windows AMD Software release for
     # Radeon cards, a ROCm release for Instinct (7.0, 6.3.1, 6.4.2, "BKC 26 (ROCm 7.0.1)"),
@@ -627,6 +634,12 @@ def test_amd_rocm_fix_and_no_invented_release() -> None:
     assert pro["fixed"] == ["25.10.32"] and pro["platform"] == "windows"
     assert not any("26" in a.get("fixed", []) or "3.1" in a.get("fixed", [])
                    for a in by.values())
+
+
+def test_intel_full_stop_after_the_version() -> None:
+    (a,) = _aff("CVE-2025-20106")
+    assert a["ranges"] == [{"fixed": "2025.0"}]
+    assert a["vendor_phrases"] == ["before version 2025.0."]
 
 
 def test_intel_two_fixes_are_release_lines_not_a_range() -> None:

@@ -128,6 +128,8 @@ def _phrase(text: str) -> dict[str, Any] | None:
     """A free-text version -> {"version": ...}, {"versions": [...]}, {"lines": [fix, ...]}
     or a range dict; None if not understood."""
     t = " ".join(text.split())
+    if re.fullmatch(r".*\d\.", t):
+        t = t[:-1]  # Intel's "before version 2025.0.": the sentence's full stop
     m = _BEFORE.match(t)
     if m:
         fixes = [_clean(x) for x in m.group(1).split("/") if x]
