@@ -36,8 +36,15 @@ TOOLKIT_13 = {("advisories", f"{p}", c)
 # Intel graphics-driver CVEs of at least medium severity whose records give the versions as
 # "See references" (no range: review): INTEL-SA-01259, -01385, -01132 (4 CVEs); the low
 # CVE-2024-32667 of INTEL-SA-01163 ("OpenCL(TM) software") is below fail_on: medium
-INTEL_GRAPHICS_SEE_REFERENCES = ("CVE-2025-20018", "CVE-2025-32453", "CVE-2024-23919",
-                                 "CVE-2024-34023", "CVE-2024-34170", "CVE-2024-38665")
+INTEL_GRAPHICS_SEE_REFERENCES = (
+    "CVE-2025-20018", "CVE-2025-32453", "CVE-2024-23919", "CVE-2024-34023", "CVE-2024-34170",
+    "CVE-2024-38665",
+    # Intel's records published after 2025-01-24 that name the graphics driver/software
+    # (not "for Windows") with "See references": INTEL-SA-01235, -01253, -01259, -01299
+    "CVE-2024-37355", "CVE-2024-38310", "CVE-2024-42410", "CVE-2024-28954", "CVE-2024-29222",
+    "CVE-2024-31150", "CVE-2024-47800", "CVE-2025-20003", "CVE-2025-20031", "CVE-2025-20052",
+    "CVE-2025-20071", "CVE-2025-20101", "CVE-2025-21099", "CVE-2025-20023", "CVE-2025-24515",
+    "CVE-2025-27717")
 
 
 def _adv(ids: set[str], subject: str = COMPAT) -> set[tuple[str, str, str | None]]:
