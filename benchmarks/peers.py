@@ -13,7 +13,9 @@ each writing a CycloneDX JSON file, and prints wall time, CPU time (user + syste
 process and its descendants) and peak memory (the largest process, from ``wait4``, or the
 summed RSS of the tree where forked workers make that larger) side by side,
 with the inflate floor: one ISA-L thread inflating the image's layers to nothing, the least
-work any tool that reads the layers must do. The best of ``--repeat`` runs is kept.
+work any tool that reads the layers must do. The best of ``--repeat`` rounds is kept; the
+rounds interleave the tools (cdxgen runs in the first only), and the load average after
+each image is recorded.
 
 The markdown table it prints is the one in the README's performance section.
 """
@@ -166,23 +168,32 @@ def main() -> int:
             archive = str(fx.docker_archive)
             fl = floor(fx.oci_dir)
             row: dict[str, object] = {"image": name, "MB": round(os.path.getsize(archive) / 1e6), "floor": fl}
-            for tool, cmd in cmds.items():
-                if cmd is None:
-                    continue
-                target = archive if tool != "syft" else f"docker-archive:{archive}"
-                n = 1 if tool == "cdxgen" else args.repeat  # minutes per run: once is enough
-                try:
-                    row[tool] = best([measure([*cmd, target], env) for _ in range(n)])
-                except RuntimeError as e:
-                    row[tool] = {"error": str(e)[:300]}
+            # rounds interleave the tools, so that a change in the machine's load (shared
+            # machines) falls on all of them alike
+            runs: dict[str, list[dict[str, float]]] = {}
+            for r in range(args.repeat):
+                for tool, cmd in cmds.items():
+                    if cmd is None or (tool == "cdxgen" and r > 0):  # minutes per run: once
+                        continue
+                    if isinstance(row.get(tool), dict):  # it failed before
+                        continue
+                    target = archive if tool != "syft" else f"docker-archive:{archive}"
+                    try:
+                        runs.setdefault(tool, []).append(measure([*cmd, target], env))
+                    except RuntimeError as e:
+                        row[tool] = {"error": str(e)[:300]}
+            for tool, got in runs.items():
+                if tool not in row:
+                    row[tool] = best(got)
+            row["load"] = os.getloadavg()[0]
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     present = [t for t in cmds if cmds[t] is not None]
-    head = "| image | archive | inflate floor | " + " | ".join(present) + " |"
+    head = "| image | archive | inflate floor | " + " | ".join(present) + " | load |"
     print(head)
-    print("|" + "---|" * (3 + len(present)))
+    print("|" + "---|" * (4 + len(present)))
     ahead = True
     for row in rows:
         fl = float(row["floor"])  # type: ignore[arg-type]
@@ -196,7 +207,8 @@ def main() -> int:
         g, s = row["gpusbom"], row.get("syft")
         if isinstance(g, dict) and isinstance(s, dict) and "wall" in g and "wall" in s:
             ahead = ahead and g["wall"] < s["wall"] and g["mem"] < s["mem"]
-        print(f"| {row['image']} | {row['MB']} MB | {fl:.2f} s | " + " | ".join(cells) + " |")
+        print(f"| {row['image']} | {row['MB']} MB | {fl:.2f} s | " + " | ".join(cells)
+              + f" | {float(row['load']):.1f} |")  # type: ignore[arg-type]  # fmt: skip
     print(f"\ngpusbom ahead of Syft in time and memory on every image: {'yes' if ahead else 'NO'}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
