@@ -145,3 +145,20 @@ def test_changed_content_is_caught_by_the_diff_id(
     target.write_bytes(b"X" * (size + 1))
     with pytest.raises(DirectReadError, match="another size"):
         _read_all(split, copy)
+
+
+def test_damaged_tar_split_is_a_direct_read_error(
+    tmp_path: Path, docker_env: str, docker_load: Any
+) -> None:
+    fx = ensure("multilayer")
+    docker_load(fx.docker_archive)
+    store, plan = _direct(fx.tag)
+    la = plan.layers[0]
+    split, d = store.layer_dir(la.path, la.diff_id)
+    data = Path(split).read_bytes()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[: len(data) // 2])  # a truncated gzip stream
+    with pytest.raises(DirectReadError, match="unreadable tar-split"):
+        _read_all(str(cut), Path(d))
+    with pytest.raises(DirectReadError, match="cannot open the layer directory"):
+        TarSplitStream(split, str(tmp_path / "missing"))

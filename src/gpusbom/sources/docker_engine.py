@@ -173,7 +173,7 @@ class DockerEngineSource(Source):
         store, plan = found
         try:
             return self._finish(info, store, plan, ctx, label)
-        except GpusbomError as e:
+        except (GpusbomError, OSError) as e:
             if isinstance(e, SourceNotFoundError | UsageError):
                 raise  # not about the storage (a platform that does not match, ...)
             log.debug("%s: direct read of the Engine's storage gave way: %s", label, e)

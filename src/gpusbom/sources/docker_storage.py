@@ -138,16 +138,26 @@ class TarSplitStream(io.RawIOBase):
 
     def __init__(self, tar_split: str, layer_dir: str) -> None:
         self._split_path = tar_split
-        self._dir_fd = os.open(layer_dir, _O_DIR)
         self._parent: list[str] | None = None  # the directory of the last file read
         self._parent_fd = -1
         self._gen: Iterator[bytes] | None = None
         self._buf = b""
+        self._dir_fd = -1
+        try:
+            self._dir_fd = os.open(layer_dir, _O_DIR)
+        except OSError as e:
+            raise DirectReadError(f"cannot open the layer directory {layer_dir}: {e}") from None
 
     def readable(self) -> bool:
         return True
 
     def _pieces(self) -> Iterator[bytes]:
+        try:
+            yield from self._entries()
+        except (OSError, ValueError, EOFError) as e:  # a damaged tar-split (gzip, base64)
+            raise DirectReadError(f"unreadable tar-split {self._split_path}: {e}") from None
+
+    def _entries(self) -> Iterator[bytes]:
         with gzip.open(self._split_path, "rb") as f:
             for line in f:
                 if not line.strip():
@@ -197,7 +207,7 @@ class TarSplitStream(io.RawIOBase):
             os.close(fd)
 
     def _close_parent(self) -> None:
-        if self._parent_fd not in (-1, self._dir_fd):
+        if self._parent_fd != -1 and self._parent_fd != self._dir_fd:
             os.close(self._parent_fd)
         self._parent_fd = -1
         self._parent = None
