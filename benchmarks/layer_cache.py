@@ -130,9 +130,10 @@ def main() -> int:
         pairs.append((a.name, a, _variant(a, args.cache)))
     ok = True
     print(
-        "| image | layers | A, first scan | B, second scan | B / A | B's output without the cache | load |"
+        "| image | layers | A, first scan | B, second scan | B / A | B without the cache "
+        "| B's output without the cache | load |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, a, b in pairs:
         firsts, seconds, uncached, loads = [], [], [], []
         same = True
