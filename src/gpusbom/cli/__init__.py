@@ -51,8 +51,9 @@ def _exit(code: int) -> None:
     import os
 
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: started with that descriptor closed
+                stream.flush()
     except (OSError, ValueError):  # a closed pipe: what the normal exit would report
         sys.exit(code)
     atexit._run_exitfuncs()

@@ -51,7 +51,8 @@ def render(result: Any, spec: OutputSpec, options: WriterOptions, subject: str =
 
 def terminal_options(**kw: Any) -> WriterOptions:
     """Writer options for this terminal (colour unless NO_COLOR or not a TTY)."""
-    return WriterOptions(color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, **kw)
+    tty = sys.stdout is not None and sys.stdout.isatty()  # None: started with fd 1 closed
+    return WriterOptions(color=tty and "NO_COLOR" not in os.environ, **kw)
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -81,6 +82,8 @@ def emit(result: Any, specs: list[OutputSpec], options: WriterOptions | None = N
     """Render every output of ``result`` (a ``subject``), then write them: standard output
     first, files atomically (nothing is written when a writer fails)."""
     options = options or WriterOptions()
+    if sys.stdout is None and any(s.path is None for s in specs):
+        raise UsageError("standard output is closed: give the output a file (-o FORMAT=PATH)")
     rendered = [(s, render(result, s, options, subject)) for s in specs]
     for spec, text in rendered:
         if spec.path is None:

@@ -60,4 +60,4 @@ class RichProgress:
 
 
 def wants_progress(quiet: bool) -> bool:
-    return not quiet and sys.stderr.isatty()
+    return not quiet and sys.stderr is not None and sys.stderr.isatty()
