@@ -12,7 +12,8 @@ Meant for a many-core GPU host (the H200 machines): it needs no network and no D
 2. Floors, each over the same blobs: every layer inflated by one ISA-L thread, all layers
    at once (wall: the parallel floor; per layer: the single-thread time, the largest
    layer's among them); sha256 of every blob; the CPU they add up to, divided by the cores.
-   rapidgzip's command line alone on the largest blob (2, 4, 8, 16 threads).
+   rapidgzip's command line alone on the largest blob (2, 4, 8, 16 threads; not with
+   ``--skip-raw``).
 3. ``gpusbom scan`` of the layout: on all cores with the default ``--max-memory`` and with
    2G (``--repeat`` times each, with each layer's timeline from ``GPUSBOM_DEBUG_INFLATE``),
    with parallel inflate off (``GPUSBOM_INFLATE_THREADS=1``), on half the cores; wall, CPU
@@ -20,6 +21,11 @@ Meant for a many-core GPU host (the H200 machines): it needs no network and no D
    each process's share at the peak); then with the layer cache, cold and warm. Timed runs
    set ``GPUSBOM_DB_AUTO_UPDATE=0``. Where ``PYTHONDONTWRITEBYTECODE`` is set, byte-compile
    first (``python -m compileall``), as ``pip install`` does.
+   ``--variant LABEL:REPEAT:ARGS:ENV`` adds scans with other arguments or environment
+   (``--only LABEL`` keeps just those), ``--cores N`` a scan on the first N cores,
+   ``--profile`` one scan under cProfile (the parent, and each layer worker through
+   ``GPUSBOM_DEBUG_PROFILE``: prof/parent.txt, prof/layers.txt). Each run records how many
+   cores were busy, per quarter second (``/proc/stat``).
 4. ``gpusbom scan --host`` (median of 5, and a cProfile of one run), ``gpusbom check
    SMALL --host`` (median of 5; the first one scans the host, later ones reuse it),
    ``gpusbom version`` and a small image scan (median of 5 each).
@@ -377,14 +383,26 @@ def _descendants_rss(pid: int) -> int:
     return total
 
 
-def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | None = None) -> dict[str, float]:
+def _busy_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v) - idle, sum(v)
+
+
+def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | None = None,
+        prefix: list[str] | None = None) -> dict[str, float]:
     # no advisory-database update attempt in timed runs (the update is not scanning, and a
     # host without network would time each run's failed attempt)
     e = dict(os.environ, GPUSBOM_DB_AUTO_UPDATE="0", **(env or {}))
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpusbom", *args],
+        [sys.executable, *(prefix or []), "-m", "gpusbom", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=e,
@@ -393,10 +411,20 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
     peak_pss = peak_rss = peak_rss2 = 0
     at_peak: list[tuple[str, int, int]] = []
     stop = threading.Event()
+    busy: list[float] = []  # busy cores (all processes of the machine) per 0.25 s
 
     def sample() -> None:
         nonlocal peak_pss, peak_rss, peak_rss2, at_peak
+        last = _busy_jiffies()
+        last_t = time.perf_counter()
         while not stop.is_set():
+            now_t = time.perf_counter()
+            if now_t - last_t >= 0.25:
+                cur = _busy_jiffies()
+                if cur is not None and last is not None and cur[1] > last[1]:
+                    ncpu = os.cpu_count() or 1
+                    busy.append(round(ncpu * (cur[0] - last[0]) / (cur[1] - last[1]), 1))
+                last, last_t = cur, now_t
             per: list[tuple[str, int, int]] = []
             pss, rss = _tree_mem(proc.pid, per)
             if pss > peak_pss:
@@ -420,6 +448,7 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
         "rc": proc.returncode,
         # (kind, PSS MiB, RSS MiB) of each process when the tree's PSS peaked
         "at_peak": sorted(at_peak, key=lambda x: -x[1]),
+        "busy_cores_per_quarter_s": busy,
     }
     if proc.returncode not in (0, 1) or (env or {}).get("GPUSBOM_DEBUG_INFLATE"):
         out["stderr"] = err.decode(errors="replace")[-4000:]  # type: ignore[assignment]
@@ -451,6 +480,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-image", action="store_true")
     ap.add_argument("--skip-host", action="store_true", help="only the image measurements")
+    ap.add_argument("--skip-raw", action="store_true", help="no rapidgzip command-line runs")
+    ap.add_argument("--variant", action="append",
+                    help="more scans: LABEL:REPEAT:ARG,ARG:KEY=VALUE,KEY=VALUE")
+    ap.add_argument("--only", action="append", help="scan only these variant labels")
+    ap.add_argument("--cores", type=int, action="append", help="also scan on the first N cores")
+    ap.add_argument("--profile", action="store_true",
+                    help="one more scan under cProfile (parent and layer workers)")
     args = ap.parse_args()
     out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -545,18 +581,57 @@ def image_runs(work: Path, site: str, cuda: str, args: argparse.Namespace, cpus:
     layout, blobs = build(work, site, cuda, args.target_gb * GB)
     floors(blobs, cpus)
     biggest = max(blobs, key=os.path.getsize)
-    results["rapidgzip_raw_largest_blob"] = [rapidgzip_raw(biggest, t) for t in (2, 4, 8, 16)]
-    log(f"rapidgzip alone on the largest blob: {results['rapidgzip_raw_largest_blob']}")
+    if not args.skip_raw:
+        results["rapidgzip_raw_largest_blob"] = [rapidgzip_raw(biggest, t) for t in (2, 4, 8, 16)]
+        log(f"rapidgzip alone on the largest blob: {results['rapidgzip_raw_largest_blob']}")
     ref = f"oci:{layout}"
     scan = ["scan", ref, "-q", "-o", "json=/dev/null"]
     dbg = {**cache_env, "GPUSBOM_DEBUG_INFLATE": "1"}
-    for label, extra in (("default_1G", []), ("max_memory_2G", ["--max-memory", "2G"])):
+    variants: list[tuple[str, list[str], dict[str, str], int]] = [
+        ("default_1G", [], {}, args.repeat),
+        ("max_memory_2G", ["--max-memory", "2G"], {}, args.repeat),
+    ]
+    for spec in args.variant or []:
+        # LABEL:REPEAT:ARG,ARG:K=V,K=V (e.g. nohash:1::GPUSBOM_NO_BINARY_HASH=1)
+        label, rep, extra, envs = (spec.split(":", 3) + ["", "", ""])[:4]
+        variants.append((label, [a for a in extra.split(",") if a],
+                         dict(kv.split("=", 1) for kv in envs.split(",") if kv), int(rep or 1)))
+    for label, extra, venv, repeat in variants:
+        if args.only and label not in args.only:
+            continue
         rows = []
-        for _ in range(args.repeat):
-            rows.append(run([*scan, "--no-cache", *extra], dbg))
+        for _ in range(repeat):
+            rows.append(run([*scan, "--no-cache", *extra], {**dbg, **venv}))
             log(f"scan {cpus} cores {label}: " + json.dumps({k: v for k, v in rows[-1].items() if k != "stderr"}))
             log("   " + str(rows[-1].get("stderr", "")).replace("\n", "\n   "))
         results[f"scan_all_cores_{label}"] = med(rows)
+        save()
+    for n in args.cores or []:
+        sub = sorted(os.sched_getaffinity(0))[:n]
+        row = run([*scan, "--no-cache"], dbg, cpus=sub)
+        results[f"scan_{n}_cores"] = row
+        log(f"scan on {n} cores: " + json.dumps({k: v for k, v in row.items() if k != "stderr"}))
+        log("   " + str(row.get("stderr", "")).replace("\n", "\n   "))
+        save()
+    if args.profile:
+        # the parent under cProfile, each layer worker's main thread too (GPUSBOM_DEBUG_PROFILE)
+        pdir = out_dir / "prof"
+        pdir.mkdir(exist_ok=True)
+        row = run([*scan, "--no-cache"], {**dbg, "GPUSBOM_DEBUG_PROFILE": str(pdir)},
+                  prefix=["-m", "cProfile", "-o", str(pdir / "parent.prof")])
+        results["scan_profiled"] = row
+        log("scan profiled: " + json.dumps({k: v for k, v in row.items() if k != "stderr"}))
+        log("   " + str(row.get("stderr", "")).replace("\n", "\n   "))
+        with open(pdir / "parent.txt", "w") as f:
+            st = pstats.Stats(str(pdir / "parent.prof"), stream=f)
+            st.sort_stats("cumulative").print_stats(60)
+            st.sort_stats("tottime").print_stats(30)
+        (pdir / "parent.prof").unlink()
+        # one file for all workers (few files come back from a device run)
+        with open(pdir / "layers.txt", "w") as f:
+            for lp in sorted(pdir.glob("layer-*.txt")):
+                f.write(f"==== {lp.name}\n{lp.read_text()}\n")
+                lp.unlink()
         save()
     if args.skip_host:
         return

@@ -468,6 +468,7 @@ class _Pipeline:
         self.raw_bytes = span.size
         raw_hash = self.raw_hash
         hashed = [0]
+        hash_done = [0.0]
         hash_err: list[BaseException] = []
         stop = threading.Event()
 
@@ -482,10 +483,15 @@ class _Pipeline:
                         raw_hash.update(data)
                     pos += len(data)
                     hashed[0] = pos
+                hash_done[0] = time.perf_counter()
             except BaseException as e:  # noqa: BLE001 - re-raised in the consumer's thread
                 hash_err.append(e)
 
         started = time.perf_counter()
+        # time in reads of the child's pipe, waiting and copying (GPUSBOM_DEBUG_INFLATE)
+        debug = bool(os.environ.get("GPUSBOM_DEBUG_INFLATE"))
+        waited = read_cpu = w0 = r0 = 0.0
+        reads = 0
         hasher = threading.Thread(target=hash_blob, daemon=True, name="blob-hash")
         hasher.start()
         reported = 0
@@ -501,11 +507,17 @@ class _Pipeline:
                 reason = f"start: {e}"
             if child is not None:
                 while True:
+                    if debug:
+                        w0, r0 = time.perf_counter(), time.thread_time()
                     try:
                         out = child.read()
                     except OSError as e:
                         reason = f"read: {e}"
                         break
+                    if debug:
+                        waited += time.perf_counter() - w0
+                        read_cpu += time.thread_time() - r0
+                        reads += 1
                     if not out:
                         reason = child.finish()
                         break
@@ -535,11 +547,12 @@ class _Pipeline:
             if not finished:  # an error, or the consumer stopped early: stop hashing too
                 stop.set()
             hasher.join()
-            if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+            if debug:
                 print(
                     f"gpusbom: parallel inflate {self.name}: {threads} threads, "
                     f"{delivered} bytes, {time.perf_counter() - started:.2f} s, "
-                    f"fallback={reason}",
+                    f"{reads} reads waited {waited:.2f} s ({read_cpu:.2f} CPU-s), hashed by "
+                    f"{hash_done[0] - started:.2f} s, fallback={reason}",
                     file=sys.stderr,
                 )
         if hash_err:

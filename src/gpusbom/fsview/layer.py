@@ -18,6 +18,8 @@ from typing import Any, BinaryIO, Protocol
 from ..errors import DigestMismatchError, LayerError, UnsafeArchiveError
 from ..model import LayerRef
 from .decompress import open_decompressed
+from .offload import OFFLOAD_MIN, Job, Offload
+from .offload import enabled as offload_enabled
 from .spec import AnalyzerFactory, PathMatcher
 from .tarstream import iter_tar
 from .types import (
@@ -241,10 +243,34 @@ def index_members(
     matcher: PathMatcher,
     spool: Spool,
     limits: Limits,
+    offload: bool = False,
 ) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
     """Index a layer's members as ``read_layer`` does (whiteouts, kept entries, captured
     content of matched files, path hashes of the others): (entries, whiteouts, opaque
-    dirs, shadow hashes, member count). Members are visited once, in order."""
+    dirs, shadow hashes, member count). Members are visited once, in order.
+    ``offload``: analyse large files that are not captured on a thread of their own
+    (``fsview.offload``) while the members after them are read."""
+    off = Offload(STREAM_CHUNK) if offload else None
+    try:
+        out = _index_members(members, index, name, matcher, spool, limits, off)
+    except BaseException:
+        if off is not None:
+            off.abort()
+        raise
+    if off is not None:
+        resolve_deferred(off.finish())
+    return out
+
+
+def _index_members(
+    members: Iterable[Member],
+    index: int,
+    name: str,
+    matcher: PathMatcher,
+    spool: Spool,
+    limits: Limits,
+    off: Offload | None,
+) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
     entries: dict[str, Entry] = {}
     whiteouts: set[str] = set()
     opaque: set[str] = set()
@@ -287,6 +313,7 @@ def index_members(
                 continue
             content: ContentRef | None = None
             analysis: dict[str, Any] | None = None
+            job: Job | None = None
             fsize = m.size
             factories = spec.stream
             cap = min(spec.max_size, max_file)
@@ -299,13 +326,19 @@ def index_members(
                     an.feed(data)
                 elif fsize <= cap:
                     content = _spool_file(m, fsize, spool, limits, an)
+                elif off is not None and fsize >= OFFLOAD_MIN:
+                    job = off.analyze(m, fsize, an)
                 else:
                     _analyze_member(m, fsize, an)
-                # the digest of a big binary is still being hashed when its last byte has
-                # streamed: the next files stream meanwhile, and it is collected at the end
-                analysis = an.close(defer=True)
-                if analysis is not None and any(isinstance(v, Future) for v in analysis.values()):
-                    deferred.append(analysis)
+                if job is None:
+                    # the digest of a big binary is still being hashed when its last byte
+                    # has streamed: the next files stream meanwhile, and it is collected at
+                    # the end
+                    analysis = an.close(defer=True)
+                    if analysis is not None and any(
+                        isinstance(v, Future) for v in analysis.values()
+                    ):
+                        deferred.append(analysis)
             elif not m.sparse and fsize <= cap:
                 content = ContentRef(data=m.read(fsize)) if fsize <= max_mem else _spool_file(m, fsize, spool, limits)
             entry = Entry(
@@ -323,6 +356,8 @@ def index_members(
                 history=spec.history,
                 analysis=analysis,
             )
+            if job is not None and off is not None:
+                off.add(entry, job)
         elif kind is _HARDLINK:
             target = normalize_path(m.linkname, name, "hard link target")
             tgt = entries.get(target)
@@ -348,7 +383,11 @@ def index_members(
                 gid=m.gid,
                 mtime=m.mtime,
                 history=spec.history if spec is not None else False,
-                analysis=tgt.analysis if tgt is not None and tgt.kind is _FILE else None,
+                analysis=(
+                    (tgt.analysis if off is None else off.result_of(tgt))
+                    if tgt is not None and tgt.kind is _FILE
+                    else None
+                ),
             )
         else:
             # dirs, symlinks, devices / fifos: always kept (links resolve through them)
@@ -428,6 +467,9 @@ def read_layer(
             matcher=matcher,
             spool=spool,
             limits=limits,
+            # a layer granted inflate threads is a large one read in a worker of its own:
+            # its reader is the scan's bound, so its large files are analysed beside it
+            offload=limits.inflate_threads > 1 and offload_enabled(),
         )
         # read to the end of the blob so the digests cover all of it
         stream.drain()

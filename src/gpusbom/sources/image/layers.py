@@ -300,6 +300,24 @@ _FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
 _FORK_T0 = 0.0  # when the workers were started (GPUSBOM_DEBUG_INFLATE's timeline)
 
 
+def _start_profile() -> Any:
+    """A running cProfile of this layer worker (``GPUSBOM_DEBUG_PROFILE=DIR``: each worker
+    writes ``DIR/layer-NN.txt``; from Python 3.12 it sees the worker's threads too)."""
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        prof.enable()
+    except ValueError:  # Python 3.12+: the parent's profiler, inherited over the fork
+        import sys
+
+        mon = getattr(sys, "monitoring", None)
+        if mon is not None:
+            mon.free_tool_id(mon.PROFILER_ID)
+        prof.enable()
+    return prof
+
+
 def _read_layer_in_child(i: int) -> LayerIndex:
     from ...fsview import types as fstypes
     from ...fsview.types import NullProgress
@@ -319,17 +337,34 @@ def _read_layer_in_child(i: int) -> LayerIndex:
         platform=ctx.platform,
     )
     debug = os.environ.get("GPUSBOM_DEBUG_INFLATE")
+    prof_dir = os.environ.get("GPUSBOM_DEBUG_PROFILE")
+    prof: Any = None
     if debug:
+        import resource
         import sys
         import time
 
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
+        k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if prof_dir:
+        prof = _start_profile()
     li = store.read_layer(layer.path, layer, len(plan.layers), lctx)
+    if prof is not None:
+        import pstats
+
+        prof.disable()
+        with open(os.path.join(prof_dir or ".", f"layer-{i:02d}.txt"), "w") as f:
+            st = pstats.Stats(prof, stream=f)
+            st.sort_stats("tottime").print_stats(35)
+            st.sort_stats("cumulative").print_stats(35)
     if debug:
+        k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         print(
             f"gpusbom: layer {i} ({layer.size} bytes, {threads} threads) in worker "
             f"{os.getpid()}: {t0 - _FORK_T0:.2f}-{time.perf_counter() - _FORK_T0:.2f} s, "
-            f"{time.process_time() - c0:.2f} CPU-s",
+            f"{time.process_time() - c0:.2f} CPU-s (main thread "
+            f"{time.thread_time() - m0:.2f}, child "
+            f"{k1.ru_utime + k1.ru_stime - k0.ru_utime - k0.ru_stime:.2f})",
             file=sys.stderr,
         )
     return finish_layer(li, layer, store.label)
