@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -60,6 +61,26 @@ class _Head:
         return {"elf": self.elf, "seen": self.seen}
 
 
+_POOL = ThreadPoolExecutor(2)
+
+
+class _Later:
+    """Leaves its digest as a ``Future`` when asked to defer (as the GPU code scanner's
+    SHA-256 does): resolved once the layer is read, for hard links to the file too."""
+
+    can_defer = True
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> None:
+        self.parts.append(bytes(chunk))
+
+    def close(self, defer: bool = False) -> dict[str, Any]:
+        fut = _POOL.submit(lambda: hashlib.md5(b"".join(self.parts)).hexdigest())
+        return {"md5": fut if defer else fut.result()}
+
+
 class _Boom:
     def feed(self, chunk: bytes) -> None:
         raise RuntimeError("analyzer bug")
@@ -69,7 +90,7 @@ class _Boom:
 
 
 SPECS = [
-    PathSpec("/**/*.so", max_size=0, stream=(_Digest, _Head)),
+    PathSpec("/**/*.so", max_size=0, stream=(_Digest, _Head, _Later)),
     PathSpec("/**/*.so.1", max_size=0, stream=_Head),
     PathSpec("/**/*.bad", max_size=0, stream=(_Boom, _Digest)),
     PathSpec("/**/small.txt"),
@@ -132,6 +153,8 @@ def test_offload_matches_inline() -> None:
     got = inline["entries"]
     assert got["/usr/lib/liba.so"][3]["bytes"] == 120_000
     assert got["/usr/lib/liba-2.so"][3] == got["/usr/lib/liba.so"][3]
+    liba = next(it.data for it in reversed(items) if it.name == "usr/lib/liba.so")  # type: ignore[union-attr]
+    assert got["/usr/lib/liba-2.so"][3]["md5"] == hashlib.md5(liba).hexdigest()
     assert got["/usr/lib/liba-link.so"][3]["bytes"] == 300_000
     assert got["/usr/lib/notelf.so.1"][3]["elf"] is False
     assert got["/usr/lib/notelf.so.1"][3]["seen"] < 200_000  # stopped early
@@ -150,3 +173,35 @@ def test_offload_truncated_layer_fails_the_same() -> None:
         errors.append(str(ei.value))
     assert errors[0] == errors[1]
     assert "truncated" in errors[0]
+
+
+class _Fatal(BaseException):
+    pass
+
+
+class _Dies:
+    """Raises what ``Analyzers`` does not isolate (not an ``Exception``)."""
+
+    def feed(self, chunk: bytes) -> None:
+        raise _Fatal("analyzer thread dies")
+
+    def close(self) -> dict[str, Any]:
+        return {}
+
+
+def test_offload_thread_failure_surfaces_without_hanging(monkeypatch: pytest.MonkeyPatch) -> None:
+    specs = [PathSpec("/**/*.so", max_size=0, stream=_Dies)]
+    # many files and chunks after the failure: the reader must not wait on a dead thread
+    tar = make_tar([F(f"usr/lib/l{i}.so", _blob(60_000, i, b"ELF")) for i in range(20)])
+    limits = Limits()
+    for offload in (False, True):
+        with Spool(limits) as spool, pytest.raises(_Fatal):
+            index_members(
+                iter_tar(io.BytesIO(tar), limits=limits, name="t"),
+                index=0,
+                name="t",
+                matcher=PathMatcher(specs),
+                spool=spool,
+                limits=limits,
+                offload=offload,
+            )

@@ -57,6 +57,7 @@ class Offload:
         self._chunk = chunk
         self._q: queue.Queue[Any] = queue.Queue(maxsize=OFFLOAD_DEPTH)
         self._abort = False
+        self._error: BaseException | None = None
         self._pending: list[tuple[Entry, Job]] = []
         self._by_entry: dict[int, Job] = {}
         self._thread = threading.Thread(target=self._run, daemon=True, name="gpusbom-analysis")
@@ -69,18 +70,25 @@ class Offload:
             if item is None:
                 break
             job, chunk = item
-            if chunk is _END:
-                if not self._abort:
-                    # deferred digests are resolved by fsview.layer once all is read
-                    job.result = job.analyzers.close(defer=True)
+            try:
+                if chunk is _END:
+                    if not self._abort:
+                        # deferred digests are resolved by fsview.layer once all is read
+                        job.result = job.analyzers.close(defer=True)
+                    job.done.set()
+                elif not job.stopped and not self._abort:
+                    # as ``fsview.layer._analyze_member``: a chunk is fed only while some
+                    # analyzer still wants data
+                    if job.analyzers.done:
+                        job.stopped = True
+                    else:
+                        job.analyzers.feed(chunk)
+            except BaseException as e:  # noqa: BLE001 - re-raised by finish()
+                # (Analyzers isolate their analyzers' errors: this is not bad input.) Keep
+                # draining the queue so that the reader never waits on a dead thread.
+                self._error = e
+                self._abort = True
                 job.done.set()
-            elif not job.stopped and not self._abort:
-                # as ``fsview.layer._analyze_member``: a chunk is fed only while some
-                # analyzer still wants data
-                if job.analyzers.done:
-                    job.stopped = True
-                else:
-                    job.analyzers.feed(chunk)
         if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
             import sys
             import time
@@ -123,6 +131,8 @@ class Offload:
         (some values may still be ``Future``: see ``fsview.layer.resolve_deferred``)."""
         self._q.put(None)
         self._thread.join()
+        if self._error is not None:
+            raise self._error
         out = []
         for entry, job in self._pending:
             entry.analysis = job.result
