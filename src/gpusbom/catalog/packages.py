@@ -4,7 +4,8 @@ distribution package or a wheel is.
 Collectors that know a product by its package (the container toolkit's debs, Triton's and
 oneAPI's wheels) and ``scan --sbom`` classification (``sbomin/_classify.py``) read this
 one table instead of each other's constants. Entries are tried in file order; names are
-regular expressions matched in full against the lower-case name (PyPI names canonical).
+regular expressions matched in full against the lower-case name (PyPI names canonical). A
+product ``{name}`` is the matched name itself (jax's plugins are products of their own).
 
 API::
 
@@ -28,6 +29,8 @@ __all__ = ["KINDS", "PackageProduct", "entries", "names_of", "product_of"]
 
 #: name kinds: ``distro`` (deb, rpm, apk package names), ``pypi`` (canonical names)
 KINDS = ("distro", "pypi")
+#: a product that is the matched package's own (normalised) name
+NAME = "{name}"
 _LITERAL = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -71,7 +74,7 @@ def product_of(kind: str, name: str) -> tuple[str, str] | None:
     n = normalise_name("pypi" if kind == "pypi" else "distro", name)
     for e in entries():
         if any(rx.fullmatch(n) for rx in e.names.get(kind, ())):
-            return (e.stack, e.product)
+            return (e.stack, n if e.product == NAME else e.product)
     return None
 
 

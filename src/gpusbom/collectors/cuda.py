@@ -30,6 +30,10 @@ and compared with what is installed; ``NVIDIA_REQUIRE_CUDA`` gives ``require-cud
 Guards: link stubs (``*/stubs/*``) and NVIDIA files bundled in OpenAI Triton
 (``triton/backends/nvidia``) are ignored; a ``cuda-toolkit`` component is only made for a
 ``/usr/local/cuda*`` root, a conda ``cuda-toolkit``/``cuda-version`` record, or the env.
+
+One module over 500 lines: one collector class; its readers (sonames, classified libraries,
+headers, wheels, conda records, toolkit roots, version.json, environment) add to the same
+``Observations`` of one scan, whose version choice needs them all.
 """
 
 from __future__ import annotations
@@ -38,8 +42,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
+from ..catalog import names
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from ..safetext import loads_json
@@ -63,88 +66,14 @@ from ._gpu import (
 from .base import VIEW_ERRORS, CollectContext, Collector
 from .python import parse_core_metadata
 
-__all__ = ["SONAME_PRODUCTS", "WHEEL_PRODUCTS", "CudaCollector", "header_versions", "wheel_product"]
+__all__ = ["SONAME_PRODUCTS", "CudaCollector", "header_versions", "wheel_product"]
 
 TOOLKIT = "cuda-toolkit"
 
-#: library stem -> product
-SONAME_PRODUCTS: dict[str, str] = {
-    "libcudart": "cudart",
-    "libnvrtc": "nvrtc",
-    "libnvrtc-builtins": "nvrtc",
-    "libnvJitLink": "nvjitlink",
-    "libcublas": "cublas",
-    "libcublasLt": "cublaslt",
-    "libcufft": "cufft",
-    "libcufftw": "cufft",
-    "libcurand": "curand",
-    "libcusolver": "cusolver",
-    "libcusolverMg": "cusolver",
-    "libcusparse": "cusparse",
-    "libnvjpeg": "nvjpeg",
-    "libcupti": "cupti",
-    "libnccl": "nccl",
-    "libnvinfer": "tensorrt",
-    "libnvinfer_plugin": "tensorrt",
-    "libnvinfer_lean": "tensorrt",
-    "libnvinfer_dispatch": "tensorrt",
-    "libnvonnxparser": "tensorrt",
-    "libnvshmem_host": "nvshmem",
-    "libcusparseLt": "cusparselt",
-    "libcutensor": "cutensor",
-    "libcutensorMg": "cutensor",
-}
-_PREFIX_PRODUCTS = (("libcudnn", "cudnn"), ("libnpp", "npp"))  # libcudnn_ops, libnppc, ...
-
-#: canonical wheel name without ``nvidia-`` and ``-cuNN`` -> product
-WHEEL_PRODUCTS: dict[str, str] = {
-    "cuda-runtime": "cudart",
-    "cuda-nvcc": "nvcc",
-    "cuda-nvrtc": "nvrtc",
-    "nvjitlink": "nvjitlink",
-    "cublas": "cublas",
-    "cufft": "cufft",
-    "curand": "curand",
-    "cusolver": "cusolver",
-    "cusparse": "cusparse",
-    "npp": "npp",
-    "nvjpeg": "nvjpeg",
-    "cuda-cupti": "cupti",
-    "cudnn": "cudnn",
-    "nccl": "nccl",
-    "nvshmem": "nvshmem",
-    "cusparselt": "cusparselt",
-    "cutensor": "cutensor",
-    "tensorrt-libs": "tensorrt",
-}
-
-#: conda package name -> product
-CONDA_PRODUCTS: dict[str, str] = {
-    "cuda-toolkit": TOOLKIT,
-    "cuda-version": TOOLKIT,
-    "cuda-cudart": "cudart",
-    "cuda-nvcc": "nvcc",
-    "cuda-nvrtc": "nvrtc",
-    "libnvjitlink": "nvjitlink",
-    "libcublas": "cublas",
-    "libcufft": "cufft",
-    "libcurand": "curand",
-    "libcusolver": "cusolver",
-    "libcusparse": "cusparse",
-    "libnpp": "npp",
-    "libnvjpeg": "nvjpeg",
-    "cuda-cupti": "cupti",
-    "cudnn": "cudnn",
-    "nccl": "nccl",
-    "tensorrt": "tensorrt",
-    "libnvinfer": "tensorrt",
-    "libnvshmem3": "nvshmem",
-    "nvshmem": "nvshmem",
-    "cusparselt": "cusparselt",
-    "libcusparselt": "cusparselt",
-    "cutensor": "cutensor",
-    "libcutensor": "cutensor",
-}
+#: library stem -> product; conda package name -> product (the catalog's names.yaml,
+#: which ``scan --sbom`` classification reads too)
+SONAME_PRODUCTS: dict[str, str] = names.libraries("cuda")
+CONDA_PRODUCTS: dict[str, str] = names.cuda_conda()
 
 #: version.json keys -> product
 VERSION_JSON_PRODUCTS: dict[str, str] = {
@@ -204,7 +133,6 @@ _META_MAX = 16 * 1024 * 1024
 _WHEEL_DISTS = ("nvidia_*", "tensorrt*", "cutensor*")
 _TOOLKIT_ROOT_RX = re.compile(r"^/usr/local/cuda(?:-(\d+\.\d+))?$")
 _VERSION_TXT_RX = re.compile(r"CUDA Version\s+(\d+(?:\.\d+)+)")
-_CU_SUFFIX_RX = re.compile(r"-cu\d+(?=-|$)")
 #: auditwheel's renamed copies: ``libcudart-9335f6a2.so.10.2`` (hash before ``.so``)
 _RENAMED_RX = re.compile(r"^(?P<stem>lib[A-Za-z0-9_+.]+?)-(?P<hash>[0-9a-f]{8})$")
 _CLASSIFIED = ("cudart", "nvrtc", "nccl", "cudnn", "cublas", "cublaslt", "cutlass")
@@ -217,25 +145,12 @@ def renamed_stem(stem: str) -> tuple[str, str] | None:
 
 
 def soname_product(stem: str) -> str | None:
-    p = SONAME_PRODUCTS.get(stem)
-    if p:
-        return p
-    for prefix, product in _PREFIX_PRODUCTS:
-        if (
-            stem == prefix
-            or stem.startswith(prefix + "_")
-            or (prefix == "libnpp" and stem.startswith(prefix))
-        ):
-            return product
-    return None
+    return names.library_product("cuda", stem)
 
 
 def wheel_product(name: str) -> str | None:
     """``nvidia-cuda-runtime-cu12`` / ``nvidia-cuda-runtime`` -> ``cudart``; None if not ours."""
-    n = str(canonicalize_name(name))
-    n = _CU_SUFFIX_RX.sub("", n)
-    n = n.removeprefix("nvidia-")
-    return WHEEL_PRODUCTS.get(n)
+    return names.cuda_wheel(name)
 
 
 def header_versions(name: str, text: str) -> dict[str, str]:
@@ -438,7 +353,7 @@ class CudaCollector(Collector):
                     continue
                 try:
                     text = fs.read_text(path)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                     ctx.unknown(f"cannot read header: {e}", path)
                     continue
                 name = path.rsplit("/", 1)[1]
@@ -459,7 +374,7 @@ class CudaCollector(Collector):
             dist_dir = meta.rsplit("/", 1)[0]
             try:
                 dist = parse_core_metadata(fs.read_text(meta))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read wheel metadata: {e}", meta)
                 continue
             product = wheel_product(dist.name)
@@ -524,7 +439,7 @@ class CudaCollector(Collector):
             try:
                 rec = loads_json(fs.read_bytes(path))
                 name, version = str(rec["name"]), str(rec["version"])
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read conda record: {e}", path)
                 continue
             product = CONDA_PRODUCTS.get(name)
@@ -652,7 +567,7 @@ class CudaCollector(Collector):
             return None
         try:
             data = loads_json(ctx.fs.read_bytes(path))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read CUDA version.json: {e}", path)
             return None
         return (path, data) if isinstance(data, dict) else None

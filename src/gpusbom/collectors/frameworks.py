@@ -24,6 +24,9 @@ Each framework install (found by its ``.dist-info``) is one component with
 Python files are parsed (``ast``) or matched with regular expressions, never
 imported or run. Evidence sits on files the wheel owns, so fusion merges each
 observation into the wheel's ``pkg:pypi`` component.
+
+One module over 500 lines: one collector class; each framework's reader is a short method
+of it sharing the ``_Found`` record, the distribution walk and the ``built-for`` rules.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import catalog
+from ..catalog import packages
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from ..safetext import loads_json
@@ -156,9 +160,6 @@ def tensorflow_build_info(text: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the collector
 
 #: the stack each distribution handler reports
-_HANDLER_STACKS = {"_torch": "pytorch", "_jax": "jax", "_cupy": "cupy", "_tensorflow": "tensorflow",
-                   "_onnxruntime": "onnxruntime", "_vllm": "vllm"}
-
 _CPE = {
     "torch": "linuxfoundation:pytorch",
     "tensorflow": "google:tensorflow",
@@ -256,49 +257,15 @@ class FrameworksCollector(Collector):
         return out
 
     def _handler(self, dist: str) -> Callable[..., _Found | None] | None:
-        if dist == "torch":
-            return self._torch
-        if dist == "jaxlib" or _JAX_RX.match(dist):
-            return self._jax
-        if dist == "cupy" or dist.startswith(("cupy-cuda", "cupy-rocm")):
-            return self._cupy
-        if dist in ("tensorflow", "tf-nightly", "intel-tensorflow") or dist.startswith(
-            ("tensorflow-", "tf-nightly-")
-        ):
-            if dist in (
-                "tensorflow-estimator",
-                "tensorflow-io-gcs-filesystem",
-                "tensorflow-io",
-                "tensorflow-hub",
-                "tensorflow-text",
-                "tensorflow-addons",
-                "tensorflow-datasets",
-                "tensorflow-metadata",
-                "tensorflow-probability",
-                "tensorflow-serving-api",
-                "tensorflow-model-optimization",
-                "tensorflow-transform",
-                "tensorflow-decision-forests",
-            ):
-                return None
-            return self._tensorflow
-        if dist == "onnxruntime" or dist.startswith(("onnxruntime-", "ort-nightly")):
-            if dist in ("onnxruntime-extensions", "onnxruntime-genai", "onnxruntime-tools"):
-                return None
-            return self._onnxruntime
-        if dist == "vllm":
-            return self._vllm
-        return None
-
-    def stack_of(self, dist: str) -> tuple[str, str] | None:
-        """(stack, product) a distribution (canonical PyPI name) is a build of, as this
-        collector reports it (``torch`` -> pytorch/torch, ``jax-cuda12-plugin`` ->
-        jax/jax-cuda12-plugin); None when it is none of the frameworks."""
-        handler = self._handler(dist)
-        if handler is None:
+        """The reader of a distribution (canonical PyPI name) the catalog names as one of
+        the frameworks (``catalog/packages.yaml``: torch, jaxlib and jax plugins, cupy
+        builds, tensorflow builds, onnxruntime builds, vllm); None for any other."""
+        hit = packages.product_of("pypi", dist)
+        if hit is None:
             return None
-        stack = _HANDLER_STACKS[handler.__name__]
-        return (stack, {"pytorch": "torch", "jax": dist}.get(stack, stack))
+        return {"pytorch": self._torch, "jax": self._jax, "cupy": self._cupy,
+                "tensorflow": self._tensorflow, "onnxruntime": self._onnxruntime,
+                "vllm": self._vllm}.get(hit[0])
 
     @staticmethod
     def _component(f: _Found) -> Component:

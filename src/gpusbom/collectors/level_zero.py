@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from ..catalog import names
 from ..model import Component, EvidenceMethod
 from . import register
 from ._amd_intel import (
@@ -32,11 +33,11 @@ from .base import CollectContext, Collector
 
 __all__ = ["LevelZeroCollector"]
 
-#: stem -> (product, stack, the file version is the product version)
-LIBRARIES = {
-    "libze_loader": ("level-zero-loader", "level-zero", False),
-    "libze_intel_gpu": ("level-zero-gpu-driver", "intel-gpu", True),
-    "libze_intel_gpu_legacy1": ("level-zero-gpu-driver-legacy", "intel-gpu", True),
+_FILE_IS_VERSION = frozenset({"libze_intel_gpu", "libze_intel_gpu_legacy1"})
+LIBRARIES = {  # stem -> (product, stack, the file name is the product's version): names.yaml
+    stem: (product, stack, stem in _FILE_IS_VERSION)
+    for stack in ("level-zero", "intel-gpu")
+    for stem, product in names.libraries(stack).items()
 }
 LIB_DIRS_L0 = (*LIB_DIRS, "/opt/intel/oneapi/*/lib", "/opt/intel/oneapi/*/*/lib")
 

@@ -24,6 +24,9 @@ False-positive guard: a library outside any ROCm install (e.g. Debian's
 ``libamdhip64-5`` in ``/usr/lib/x86_64-linux-gnu``) is reported with ``install`` =
 ``distro-package`` (or ``unmanaged`` when no package owns it) and never with a
 ``release``: a lone distro HIP runtime is not "ROCm installed".
+
+One module over 500 lines: one collector of one stack, whose readers (installs, libraries,
+headers, packages) feed the same per-install observations.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..catalog import names
 from ..errors import UnsafeArchiveError
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
@@ -56,33 +60,11 @@ __all__ = ["ROCM_LIBRARIES", "RocmCollector", "parse_info_version", "parse_rocm_
 
 STACK = "rocm"
 
-#: soname stem -> (product id, the file name carries the product's own version)
+#: soname stem -> (product id, the file name carries the product's own version); the stems
+#: and products are the catalog's (names.yaml, which ``scan --sbom`` classification reads too)
+_OWN_VERSION = frozenset({"libamdhip64", "libhiprtc"})
 ROCM_LIBRARIES: dict[str, tuple[str, bool]] = {
-    "libamdhip64": ("hip-runtime", True),
-    "libhiprtc": ("hiprtc", True),
-    "libhsa-runtime64": ("hsa-runtime", False),
-    "libhsakmt": ("hsakmt", False),
-    "libamd_comgr": ("comgr", False),
-    "librocblas": ("rocblas", False),
-    "libhipblas": ("hipblas", False),
-    "libhipblaslt": ("hipblaslt", False),
-    "librocfft": ("rocfft", False),
-    "libhipfft": ("hipfft", False),
-    "librocrand": ("rocrand", False),
-    "libhiprand": ("hiprand", False),
-    "librocsparse": ("rocsparse", False),
-    "libhipsparse": ("hipsparse", False),
-    "libhipsparselt": ("hipsparselt", False),
-    "librocsolver": ("rocsolver", False),
-    "libhipsolver": ("hipsolver", False),
-    "librocalution": ("rocalution", False),
-    "libMIOpen": ("miopen", False),
-    "librccl": ("rccl", False),
-    "libmigraphx": ("migraphx", False),
-    "librocm_smi64": ("rocm-smi-lib", False),
-    "libamd_smi": ("amd-smi-lib", False),
-    "libroctracer64": ("roctracer", False),
-    "librocprofiler64": ("rocprofiler", False),
+    stem: (product, stem in _OWN_VERSION) for stem, product in names.libraries(STACK).items()
 }
 
 #: header-only libraries: (product, header below an include dir, macro prefix)

@@ -3,11 +3,13 @@
 An image scan learns that a deb ``libnvidia-compute-550`` is the NVIDIA driver by fusing
 file evidence (``libcuda.so.550.127.05``) into the package; an SBOM from Syft, Trivy or
 cdxgen only names the package. Here the package name (and ecosystem) gives the same
-``stack``/``product``/``product-version`` properties, so the advisory matcher and the
-stack summary treat it as they would the scanned package. The collectors' own tables are
-reused (CUDA wheel/conda/soname names, the container toolkit's packages, the ROCm and
-Level Zero library stems, the framework and Triton distributions, oneAPI wheels); what no
-collector has (distribution package names of driver and CUDA packages) is below.
+product (``Component.products``), so the advisory matcher and the stack summary treat it as
+they would the scanned package. Every name comes from the catalog, the table the collectors
+read too: package names (``catalog/packages.yaml``: driver, container toolkit, Intel,
+Khronos and Mesa packages, CUDA metapackages, framework, Triton and oneAPI wheels), library
+stems, CUDA wheel stems and CUDA conda names (``catalog/names.yaml``), and the catalog's
+product rows (``catalog/products.yaml``). Only the rules that turn a distribution package
+name into a library stem (``libcudnn9-cuda-12`` -> ``libcudnn``) are here.
 
 Every classification is marked ``classified-by: package-name``: it is a claim from a
 name, not from files.
@@ -19,7 +21,7 @@ import re
 
 from packaging.utils import canonicalize_name
 
-from ..catalog import packages
+from ..catalog import names, packages
 
 #: purl type -> gpusbom ecosystem (collectors' ``Component.ecosystem``)
 ECOSYSTEMS = {
@@ -63,31 +65,23 @@ def upstream(version: str | None, ecosystem: str | None) -> str | None:
 
 
 def _pypi(name: str) -> tuple[str, str] | None:
-    from ..collectors.cuda import wheel_product
-    from ..collectors.frameworks import FrameworksCollector
-
     dist = str(canonicalize_name(name))
-    product = wheel_product(dist)
+    product = names.cuda_wheel(dist)
     if product:
         return ("cuda", product)
-    return packages.product_of("pypi", dist) or FrameworksCollector().stack_of(dist)
+    return packages.product_of("pypi", dist)
 
 
 def _conda(name: str) -> tuple[str, str] | None:
-    from ..collectors.cuda import CONDA_PRODUCTS
-
-    if name in CONDA_PRODUCTS:
-        return ("cuda", CONDA_PRODUCTS[name])
+    product = names.cuda_conda().get(name)
+    if product:
+        return ("cuda", product)
     if name == "pytorch":
         return ("pytorch", "torch")
     return None
 
 
 def _distro(name: str) -> tuple[str, str] | None:
-    from ..collectors.cuda import CONDA_PRODUCTS, soname_product
-    from ..collectors.level_zero import LIBRARIES as L0_LIBRARIES
-    from ..collectors.rocm import ROCM_LIBRARIES
-
     n = name.lower()
     # the container toolkit, driver user space, Intel/Khronos/Mesa and CUDA metapackages
     hit = packages.product_of("distro", n)
@@ -100,12 +94,13 @@ def _distro(name: str) -> tuple[str, str] | None:
         s = rx.sub("", stems[-1])
         if s and s != stems[-1]:
             stems.append(s)
-    rocm = {k.lower().replace("_", "-"): v[0] for k, v in ROCM_LIBRARIES.items()}
+    conda = names.cuda_conda()
+    rocm = _lower_stems("rocm")
     for stem in stems:
-        if stem in CONDA_PRODUCTS and stem not in ("cuda-toolkit", "cuda-version"):
-            return ("cuda", CONDA_PRODUCTS[stem])
-        if stem.startswith("lib") and soname_product(stem):
-            return ("cuda", str(soname_product(stem)))
+        if stem in conda and stem not in ("cuda-toolkit", "cuda-version"):
+            return ("cuda", conda[stem])
+        if stem.startswith("lib") and names.library_product("cuda", stem):
+            return ("cuda", str(names.library_product("cuda", stem)))
         # ROCm: Debian names (libamdhip64-5, librocblas0) and AMD's (rocblas, hip-runtime-amd)
         for cand in (stem.replace("_", "-"), "lib" + stem.replace("_", "-")):
             if cand in rocm:
@@ -113,10 +108,16 @@ def _distro(name: str) -> tuple[str, str] | None:
     if n in ("hip-runtime-amd", "hip-runtime-nvidia"):
         return ("rocm", "hip-runtime")
     stem = stems[-1]
-    l0 = {k.replace("_", "-"): (v[1], v[0]) for k, v in L0_LIBRARIES.items()}
-    if stem in l0:
-        return l0[stem]
+    for stack in ("level-zero", "intel-gpu"):  # libze-loader, libze-intel-gpu
+        product = _lower_stems(stack).get(stem)
+        if product:
+            return (stack, product)
     return None
+
+
+def _lower_stems(stack: str) -> dict[str, str]:
+    """A stack's library stems as package names spell them (lower case, ``-`` for ``_``)."""
+    return {k.lower().replace("_", "-"): v for k, v in names.libraries(stack).items()}
 
 
 def classify(ecosystem: str | None, name: str, version: str | None) -> dict[str, str]:
