@@ -146,7 +146,8 @@ def _valid(expression: str) -> bool:
     """Every key an SPDX id (an exception only after WITH) or a LicenseRef-."""
     try:
         expr = _spdx().parse(expression, validate=False, strict=True)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - license-expression raises ExpressionError, and
+        # AttributeError/TypeError from its own code on odd input: not a valid expression
         return False
     if expr is None:
         return False
@@ -173,5 +174,6 @@ def declared_expression(values: list[str]) -> str | None:
     joined = " AND ".join(f"({e})" if " " in e else e for e in exprs)
     try:
         return str(_spdx().parse(joined, validate=False, simple=False))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - license-expression's errors are of several types;
+        # the pieces are valid expressions each, so their plain AND is kept as written
         return joined

@@ -182,7 +182,7 @@ class _Fetcher:
                 yield chunk
         except (req.exceptions.RequestException, OSError) as exc:
             raise UpdateError(f"{url}: download interrupted: {_short(exc)}") from None
-        except Exception as exc:  # urllib3 ProtocolError / IncompleteRead
+        except Exception as exc:  # noqa: BLE001 - urllib3 ProtocolError / IncompleteRead, re-raised as UpdateError
             if isinstance(exc, UpdateError):
                 raise
             raise UpdateError(f"{url}: download interrupted: {_short(exc)}") from None

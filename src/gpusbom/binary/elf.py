@@ -155,7 +155,7 @@ def find_gpu_sections(f: BinaryIO, *, name: str = "<binary>") -> list[GpuSection
         raise
     except (ELFError, ValueError, TypeError, KeyError, IndexError, OverflowError, EOFError) as exc:
         raise BinaryFormatError(f"{name}: malformed ELF headers: {exc}") from None
-    except Exception as exc:  # construct raises its own error types for short reads
+    except Exception as exc:  # noqa: BLE001 - construct's own error types on short reads; others re-raised
         if type(exc).__module__.split(".")[0] in ("construct", "elftools"):
             raise BinaryFormatError(f"{name}: malformed ELF headers: {exc}") from None
         raise

@@ -222,7 +222,7 @@ def read_getter(
             )
     except (ELFError, ValueError, KeyError, IndexError, OverflowError, EOFError) as exc:
         return GetterResult(symbol, error=f"{name}: malformed ELF: {exc}")
-    except Exception as exc:  # construct's own errors on truncated structures
+    except Exception as exc:  # noqa: BLE001 - construct's own errors on truncated structures; others re-raised
         if type(exc).__module__.split(".")[0] in ("construct", "elftools"):
             return GetterResult(symbol, error=f"{name}: malformed ELF: {exc}")
         raise

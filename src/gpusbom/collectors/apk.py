@@ -166,7 +166,7 @@ class ApkCollector(Collector):
             return []
         try:
             pkgs, problems = parse_apk_installed(fs.read_bytes(INSTALLED))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read apk database: {e}", INSTALLED)
             return []
         for p in problems:

@@ -202,7 +202,7 @@ class CondaCollector(Collector):
                 continue
             try:
                 pkg = parse_conda_meta(fs.read_bytes(path))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read conda-meta record: {e}", path)
                 continue
             env = path.rsplit("/conda-meta/", 1)[0] or "/"

@@ -306,7 +306,7 @@ class DpkgCollector(Collector):
             except NotCapturedError as e:
                 ctx.unknown(str(e), STATUS)
                 pkgs, problems = [], []
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read dpkg status: {e}", STATUS)
             else:
                 for p in problems:
@@ -334,7 +334,7 @@ class DpkgCollector(Collector):
                 continue
             try:
                 pkgs, problems = parse_dpkg_status(fs.read_bytes(path), require_installed=False)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read dpkg status.d file: {e}", path)
                 continue
             for p in problems:
@@ -388,7 +388,7 @@ class DpkgCollector(Collector):
         if md5sums is not None:
             try:
                 ctx.claim(comp, parse_dpkg_md5sums(ctx.fs.read_bytes(md5sums)))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read dpkg md5sums: {e}", md5sums)
 
     def _component(

@@ -160,7 +160,7 @@ class OpenCLCollector(Collector):
     ) -> Component | None:
         try:
             text = ctx.fs.read_text(icd)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read OpenCL ICD file: {e}", icd)
             return None
         lines = [ln.strip() for ln in text.replace("\0", "").splitlines() if ln.strip()]

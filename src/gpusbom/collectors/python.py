@@ -230,7 +230,7 @@ class PythonCollector(Collector):
             seen.add(path)
             try:
                 dist = parse_core_metadata(fs.read_text(path))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read Python package metadata: {e}", path)
                 continue
             props = {"location": meta_dir.rsplit("/", 1)[0] or "/"}

@@ -427,7 +427,7 @@ class RpmCollector(Collector):
             if entry is None or entry.size == 0:
                 return None
             return ctx.fs.read_bytes(wal)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read rpmdb write-ahead log, it is ignored: {e}", wal)
             return None
 
@@ -446,7 +446,7 @@ class RpmCollector(Collector):
                 pkgs, problems = read_bdb_content(content, files=True)
             else:
                 pkgs, problems = _read_content(content, self._wal(ctx, path), files=True)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read {what}: {e}", path)
             return []
         for p in problems:

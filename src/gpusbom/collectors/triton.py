@@ -117,7 +117,7 @@ class TritonCollector(Collector):
         if fs.is_file(init):
             try:
                 version = py_string_assign(fs.read_text(init), "__version__")
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read triton/__init__.py: {e}", init)
             if version:
                 evidence.append(

@@ -54,7 +54,7 @@ class TritonServerCollector(Collector):
         if fs.is_file(vfile):
             try:
                 v = fs.read_text(vfile).strip()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read {vfile}: {e}", vfile)
                 v = ""
             if _VERSION_RX.match(v):

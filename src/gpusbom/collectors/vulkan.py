@@ -182,7 +182,7 @@ class VulkanCollector(Collector):
     ) -> Component | None:
         try:
             lib, api, ffv = parse_manifest(ctx.fs.read_text(path))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
             ctx.unknown(f"cannot read Vulkan ICD manifest: {e}", path)
             return None
         drv = _driver_for(lib)

@@ -224,7 +224,7 @@ class SquashfsImage:
                     raise SquashfsError(f"{self.name}: {what} inflates past {limit} bytes")
         except (zlib.error, lzma.LZMAError, ValueError) as e:
             raise SquashfsError(f"{self.name}: {what}: corrupt {self.comp} data: {e}") from None
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the lz4/zstd bindings' own error types: corrupt data
             if isinstance(e, SquashfsError):
                 raise
             raise SquashfsError(f"{self.name}: {what}: corrupt {self.comp} data: {e}") from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ def _sqlite_setup(engine: Any) -> None:
             try:
                 cur.execute("PRAGMA journal_mode = WAL")
                 break
-            except Exception as exc:
+            except sqlite3.OperationalError as exc:  # "database is locked": another opener
                 if "locked" not in str(exc) or attempt == 49:
                     raise
                 time.sleep(0.05 * (attempt + 1))

@@ -88,8 +88,8 @@ class _Hip:
         try:
             s = self.hipGetErrorName(code)
             return s.decode(errors="replace") if s else f"hipError_{code}"
-        except Exception:  # noqa: BLE001
-            return f"hipError_{code}"
+        except Exception:  # noqa: BLE001 - only names an error: a runtime without the name
+            return f"hipError_{code}"  # function (or a ctypes failure) gives the number
 
     def check(self, rc: int, what: str) -> None:
         if rc != 0:

@@ -226,8 +226,8 @@ def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
                 if _facts(cl, plats[pi], d).get("pci-bus-id") == pci:
                     di = i
                     break
-            except Exception:  # noqa: BLE001, S112
-                continue
+            except Exception:  # noqa: BLE001, S112 - pyopencl's vendor errors: a device whose
+                continue  # facts the ICD cannot give is not the one the PCI address names
         else:
             raise ProbeError(-33, "CL_INVALID_DEVICE",
                              f"no device at {pci} on {plats[pi].name.strip()}")

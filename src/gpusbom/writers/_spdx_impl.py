@@ -117,7 +117,7 @@ def _parse_license(values: list[str]) -> tuple[object, list[str]]:
         expr = spdx_licensing.parse(text, strict=True)
         keys = [str(s.key) for s in spdx_licensing.license_symbols(expr, unique=True,
                                                                     decompose=True)]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - see above: NOASSERTION, as for no licence at all
         return SpdxNoAssertion(), []
     if expr is None:
         return SpdxNoAssertion(), []

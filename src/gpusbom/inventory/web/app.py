@@ -166,7 +166,7 @@ def _endpoints(dash: Dashboard, name: str, build: Callable[[Request], dict[str, 
             return build(request), 200
         except (InputError, UsageError) as exc:
             return {"error": str(exc)}, _error_status(exc)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a request handler: logged with its traceback, 500
             log.exception("page %s failed", name)
             return {"error": "internal error (see the server log)"}, 500
 
@@ -250,7 +250,7 @@ def create_app(url: str | None, *, token: str | None = None, adb: Any = None) ->
     def metrics(request: Request) -> Response:
         try:
             text = dash.metrics.render(pages.inventory_version(dash.store))
-        except Exception:
+        except Exception:  # noqa: BLE001 - a request handler: logged with its traceback, 500
             log.exception("metrics failed")
             return PlainTextResponse("metrics unavailable (see the server log)\n", 500)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
