@@ -3,6 +3,10 @@
 Writers, the advisory matcher, the gate and the inventory read only these
 classes. Everything is plain data: dataclasses that serialise to and from the
 native JSON (``to_dict``/``from_dict``) so a stored scan round-trips exactly.
+
+One module over 500 lines: the model's classes refer to each other (a ``ScanResult`` holds its
+components, findings and probe results) and serialise together to the one
+native document.
 """
 
 from __future__ import annotations

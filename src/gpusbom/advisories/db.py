@@ -17,6 +17,10 @@ A record (JSON; the JSON Schema is ``advisories/schema.json`` in the repository)
 ``target`` names an entry of ``TARGETS``: the component identities collectors emit for
 that product. An affected entry with ``no_range`` (or without ``ranges``/``versions``)
 makes the matcher report ``review`` for every component of the target.
+
+One module over 500 lines because it is one reader of one format: the record schema, its
+validation with precise error paths, and the loaded database's lookups share the record
+types (``Advisory``, ``Vulnerability``, ``Affected``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ decompressed bytes of a compressed bundle (streamed with a bounded output size).
 
 Target ids look like ``hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-``: ``<kind>-<triple>-<target>``
 where the target is a processor and optional ``:feature+``/``:feature-`` flags.
+
+One module over 500 lines because it is one parser: the bundle layouts (plain, CCOB v1-v3)
+and their bounds checks read the same byte buffer and share the entry decoding.
 """
 
 from __future__ import annotations

@@ -18,17 +18,14 @@ from .evaluate import (
     FAIL,
     JIT,
     RUNS,
-    Gpu,
-    GpuTarget,
     LibraryVerdict,
     Verdict,
     check_against_host,
     evaluate,
     evaluate_platform,
-    platform_from_string,
-    platforms_from_host,
     worst,
 )
+from .targets import Gpu, GpuTarget, platform_from_string, platforms_from_host
 
 __all__ = [
     "FAIL",

@@ -3,6 +3,9 @@
 ``Store(url)`` opens (and migrates) the database; ``ingest`` stores one scan in one
 transaction; ``query``/``affected``/``drift``/``subjects``/``latest_scans`` answer from
 the latest scan of each host and image (``all_scans=True``: from every scan kept).
+
+One module over 500 lines: the one ``Store`` class; each method is one question over the
+same schema, connection and retry handling (``_read``, ``_wrap``).
 """
 
 from __future__ import annotations
