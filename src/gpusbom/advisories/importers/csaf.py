@@ -17,6 +17,9 @@ product ids are ``known_affected`` / ``fixed`` / ``known_not_affected``.
 Every phrase the importer cannot turn into a range or version is reported
 (``CsafImport.unparsed``), never dropped silently: the affected entry then gets
 ``no_range`` so the matcher reports ``review``.
+
+One module over 500 lines because it is one parser: the CSAF 2.0 product tree, its
+branches and product ids, and the vulnerabilities that refer to them are read together.
 """
 
 from __future__ import annotations
