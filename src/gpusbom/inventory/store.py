@@ -5,7 +5,8 @@ transaction; ``query``/``affected``/``drift``/``subjects``/``latest_scans`` answ
 the latest scan of each host and image (``all_scans=True``: from every scan kept).
 
 One module over 500 lines: the one ``Store`` class; each method is one question over the
-same schema, connection and retry handling (``_read``, ``_wrap``).
+same schema, connection and retry handling (``_read``, ``_wrap``). The row helpers that need
+no store (filters, rows rebuilt as components) are in ``rows.py``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,22 @@ import fnmatch
 import json
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..model import Component, ComponentType, Evidence, Product, ScanResult
+from ..model import Component, ComponentType, ScanResult
 from . import normalize
 from .database import InventoryError, describe_error, open_engine
 from .ranges import QueryRange
+from .rows import (
+    catalog_components,
+    components_of,
+    like,
+    scan_filter,
+    scan_info,
+    scan_infos,
+)
 from .schema import (
     affected_advisories,
     components,
@@ -43,21 +52,6 @@ _INSERT_ORDER = ("scans", "scan_documents", "components", "products", "devices",
 _TABLES = {"scans": scans, "scan_documents": scan_documents, "components": components,
            "products": products, "devices": devices, "probes": probes, "findings": findings,
            "finding_counts": finding_counts, "affected_advisories": affected_advisories}
-
-
-def _like(pattern: str) -> str:
-    """A shell glob as an SQL LIKE pattern (``\\`` escapes)."""
-    out = []
-    for ch in pattern:
-        if ch in "%_\\":
-            out.append("\\" + ch)
-        elif ch == "*":
-            out.append("%")
-        elif ch == "?":
-            out.append("_")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
@@ -215,29 +209,6 @@ class Store:
 
         return select(latest.c.scan_id)
 
-    def _scan_filter(self, stmt: Any, *, kind: str | None, host: str | None,
-                     image: str | None, all_scans: bool) -> Any:
-        if not all_scans:
-            stmt = stmt.where(scans.c.id.in_(self.latest_scan_ids()))
-        if kind:
-            stmt = stmt.where(scans.c.kind == kind)
-        if host:
-            stmt = stmt.where(scans.c.kind == "host",
-                              scans.c.subject.like(_like(host), escape="\\"))
-        if image:
-            stmt = stmt.where(scans.c.kind != "host",
-                              scans.c.subject.like(_like(image), escape="\\"))
-        return stmt
-
-    @staticmethod
-    def _info(r: Any) -> ScanInfo:
-        return ScanInfo(
-            id=r.id, kind=r.kind, subject=r.subject, reference=r.reference, ts=r.ts,
-            ingested_at=r.ingested_at, digest=r.digest, hostname=r.hostname,
-            labels=dict(r.labels or {}), tool_version=r.tool_version,
-            advisory_db=r.advisory_db, components=r.components, stack_text=r.stack_text,
-        )
-
     def scans(self, *, kind: str | None = None, subject: str | None = None,
               all_scans: bool = True, labels: dict[str, str | None] | None = None
               ) -> list[ScanInfo]:
@@ -245,14 +216,14 @@ class Store:
         from sqlalchemy import select
         from sqlalchemy.exc import SQLAlchemyError
 
-        stmt = self._scan_filter(select(scans), kind=kind, host=None, image=None,
+        stmt = scan_filter(select(scans), kind=kind, host=None, image=None,
                                  all_scans=all_scans)
         if subject is not None:
             stmt = stmt.where(scans.c.subject == subject)
         stmt = stmt.order_by(scans.c.ts, scans.c.ingested_at, scans.c.id)
         try:
             with self._read() as conn:
-                out = [self._info(r) for r in conn.execute(stmt)]
+                out = [scan_info(r) for r in conn.execute(stmt)]
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
         if labels:
@@ -266,9 +237,9 @@ class Store:
         ref = ref.strip().lower()
         if len(ref) < 6:
             raise UsageError(f"scan id {ref!r}: give at least 6 characters")
-        stmt = select(scans).where(scans.c.id.like(_like(ref) + "%", escape="\\")).limit(2)
+        stmt = select(scans).where(scans.c.id.like(like(ref) + "%", escape="\\")).limit(2)
         with self._read() as conn:
-            found = [self._info(r) for r in conn.execute(stmt)]
+            found = [scan_info(r) for r in conn.execute(stmt)]
         if not found:
             raise InputError(f"inventory: no scan {ref!r}")
         if len(found) > 1:
@@ -379,19 +350,19 @@ class Store:
                             & (products.c.comp_idx == components.c.idx)).join(
                                 scans, scans.c.id == products.c.scan_id)).where(
                         products.c.product == component.strip().lower())
-                    by_product = self._scan_filter(by_product, kind=kind, host=host,
+                    by_product = scan_filter(by_product, kind=kind, host=host,
                                                    image=image, all_scans=all_scans)
                     for r in conn.execute(by_product):
                         found.setdefault((r.sid, r.idx), (r, r.product, r.pver, True))
                     by_name = select(*cols).select_from(components.join(
                         scans, scans.c.id == components.c.scan_id)).where(
                         components.c.name_key == key)
-                    by_name = self._scan_filter(by_name, kind=kind, host=host, image=image,
+                    by_name = scan_filter(by_name, kind=kind, host=host, image=image,
                                                 all_scans=all_scans)
                     for r in conn.execute(by_name):
                         found.setdefault((r.sid, r.idx), (r, r.cprod, r.version, False))
                 else:
-                    stmt = self._scan_filter(select(*cols).select_from(components.join(
+                    stmt = scan_filter(select(*cols).select_from(components.join(
                         scans, scans.c.id == components.c.scan_id)), kind=kind, host=host,
                         image=image, all_scans=all_scans)
                     for r in conn.execute(stmt):
@@ -475,7 +446,7 @@ class Store:
                 if conds:
                     stmt = select(products.c.scan_id, products.c.comp_idx).select_from(
                         products.join(scans, scans.c.id == products.c.scan_id)).where(or_(*conds))
-                    stmt = self._scan_filter(stmt, kind=kind, host=None, image=None,
+                    stmt = scan_filter(stmt, kind=kind, host=None, image=None,
                                              all_scans=all_scans)
                     wanted.update((a, b) for a, b in conn.execute(stmt))
                 if pkg_keys:
@@ -483,14 +454,14 @@ class Store:
                         components.join(scans, scans.c.id == components.c.scan_id)).where(
                         or_(*(and_(components.c.ecosystem == e, components.c.name_key == n)
                               for e, n in sorted(pkg_keys))))
-                    stmt = self._scan_filter(stmt, kind=kind, host=None, image=None,
+                    stmt = scan_filter(stmt, kind=kind, host=None, image=None,
                                              all_scans=all_scans)
                     wanted.update((a, b) for a, b in conn.execute(stmt))
                 if catalog_rows:
-                    wanted.update(self._catalog_components(conn, catalog_rows, kind=kind,
+                    wanted.update(catalog_components(conn, catalog_rows, kind=kind,
                                                            all_scans=all_scans))
-                comps = self._components(conn, wanted)
-                infos = {s.id: s for s in self._scan_infos(conn, {sid for sid, _ in wanted})}
+                comps = components_of(conn, wanted)
+                infos = {s.id: s for s in scan_infos(conn, {sid for sid, _ in wanted})}
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
         # a fleet's scans hold the same few component sets (identical nodes, one image on
@@ -524,82 +495,6 @@ class Store:
                                 a.installed_version or ""))
         return out
 
-    def _catalog_components(self, conn: Any, rows: set[str], *, kind: str | None,
-                            all_scans: bool) -> set[tuple[str, int]]:
-        """(scan id, idx) of the components a catalog row names by package: the catalog's
-        names are patterns, so the distinct (ecosystem, name) pairs stored are matched here
-        and the matching ones selected by value."""
-        from sqlalchemy import select, tuple_
-
-        from .. import catalog
-
-        prods = [catalog.get(r) for r in sorted(rows)]
-        ecos = sorted({e for p in prods for e in p.names})
-        if not ecos:
-            return set()
-        stmt = select(components.c.ecosystem, components.c.name).select_from(
-            components.join(scans, scans.c.id == components.c.scan_id)).where(
-            components.c.ecosystem.in_(ecos)).distinct()
-        stmt = self._scan_filter(stmt, kind=kind, host=None, image=None, all_scans=all_scans)
-        pairs = sorted((e, n) for e, n in conn.execute(stmt)
-                       if any(p.matches(e, n) for p in prods))
-        out: set[tuple[str, int]] = set()
-        for i in range(0, len(pairs), 200):
-            stmt = select(components.c.scan_id, components.c.idx).select_from(
-                components.join(scans, scans.c.id == components.c.scan_id)).where(
-                tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]))
-            stmt = self._scan_filter(stmt, kind=kind, host=None, image=None,
-                                     all_scans=all_scans)
-            out.update((a, b) for a, b in conn.execute(stmt))
-        return out
-
-    def _scan_infos(self, conn: Any, ids: Iterable[str]) -> Iterator[ScanInfo]:
-        from sqlalchemy import select
-
-        ids = sorted(ids)
-        for i in range(0, len(ids), 500):
-            for r in conn.execute(select(scans).where(scans.c.id.in_(ids[i:i + 500]))):
-                yield self._info(r)
-
-    def _components(self, conn: Any, keys: set[tuple[str, int]]) -> dict[str, list[Component]]:
-        """Components rebuilt from their rows (what the matcher reads: identity, version,
-        properties, products, evidence methods)."""
-        from sqlalchemy import select
-
-        by_scan: dict[str, set[int]] = {}
-        for sid, idx in keys:
-            by_scan.setdefault(sid, set()).add(idx)
-        out: dict[str, list[Component]] = {}
-        sids = sorted(by_scan)
-        for i in range(0, len(sids), 200):
-            chunk = sids[i:i + 200]
-            prods: dict[tuple[str, int], list[Product]] = {}
-            # only the wanted positions (a superset across the chunk, filtered below):
-            # a host scan holds hundreds of components, an advisory touches a few
-            idxs = sorted({i for sid in chunk for i in by_scan[sid]})
-            for r in conn.execute(select(products).where(products.c.scan_id.in_(chunk),
-                                                         products.c.comp_idx.in_(idxs))
-                                  .order_by(products.c.scan_id, products.c.comp_idx,
-                                            products.c.n)):
-                if r.comp_idx in by_scan[r.scan_id]:
-                    prods.setdefault((r.scan_id, r.comp_idx), []).append(
-                        Product(stack=r.stack, name=r.product, version=r.version))
-            for r in conn.execute(select(components).where(components.c.scan_id.in_(chunk),
-                                                           components.c.idx.in_(idxs))
-                                  .order_by(components.c.scan_id, components.c.idx)):
-                if r.idx not in by_scan[r.scan_id]:
-                    continue
-                methods = [m for m in (r.evidence_methods or "").split(",") if m]
-                out.setdefault(r.scan_id, []).append(Component(
-                    name=r.name, version=r.version, type=ComponentType(r.type), purl=r.purl,
-                    ecosystem=r.ecosystem, properties=dict(r.properties or {}),
-                    evidence=[Evidence(collector="inventory", method=m, path=r.location)
-                              for m in methods],
-                    bom_ref=r.ref or f"inventory:{r.scan_id[:12]}:{r.idx}",
-                    products=prods.get((r.scan_id, r.idx), []),
-                ))
-        return out
-
     # ------------------------------------------------------------------ drift
 
     def history(self, subject: str) -> list[ScanInfo]:
@@ -610,7 +505,7 @@ class Store:
                                        scans.c.reference == subject)).order_by(
             scans.c.ts, scans.c.ingested_at, scans.c.id)
         with self._read() as conn:
-            return [self._info(r) for r in conn.execute(stmt)]
+            return [scan_info(r) for r in conn.execute(stmt)]
 
     def drift(self, subject: str | None = None, *, from_scan: str | None = None,
               to_scan: str | None = None) -> Drift:
