@@ -31,11 +31,9 @@ of it sharing the ``_Found`` record, the distribution walk and the ``built-for``
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from .. import catalog
 from ..catalog import packages
@@ -43,6 +41,7 @@ from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from ..safetext import loads_json
 from . import register
+from ._framework_files import _major_minor, module_constants, tensorflow_build_info, torch_built_for
 from ._libs import LIBRARY_PATHS, generic_purl
 from .base import VIEW_ERRORS, CollectContext, Collector
 from .triton import dist_info_name, py_string_assign
@@ -55,7 +54,6 @@ __all__ = [
 ]
 
 _SMALL = 1024 * 1024
-_LOCAL_CU_RX = re.compile(r"\+cu(\d+)(\d)$")
 _LOCAL_ROCM_RX = re.compile(r"\+rocm(\d+)\.?(\d+)?")
 _CUPY_CUDA_RX = re.compile(r"^cupy-cuda(\d+)(x|\d)$")
 _CUPY_ROCM_RX = re.compile(r"^cupy-rocm-(\d+)-(\d+)$")
@@ -74,88 +72,6 @@ _ORT_DISTS = frozenset(
     }
 )  # fmt: skip
 _JAX_RX = re.compile(r"^jax-(cuda|rocm)(\d+)-(plugin|pjrt)$")
-
-# --------------------------------------------------------------------------- parsing helpers
-
-
-def module_constants(text: str) -> dict[str, Any]:
-    """Module-level ``NAME = <literal>`` / ``NAME: T = <literal>`` assignments of Python source,
-    read with ``ast`` (never executed). Chained ``a = b = 'x'`` gives both names."""
-    out: dict[str, Any] = {}
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return out
-    for node in tree.body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = list(node.targets), node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        if value is None:
-            continue
-        try:
-            lit = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        for t in targets:
-            if isinstance(t, ast.Name):
-                out[t.id] = lit
-    return out
-
-
-def _major_minor(v: str) -> str:
-    m = re.match(r"(\d+)(?:\.(\d+))?", v)
-    if not m:
-        return v
-    return m.group(1) + (f".{m.group(2)}" if m.group(2) is not None else "")
-
-
-def torch_built_for(consts: dict[str, Any], version: str | None) -> str:
-    cuda, hip, rocm, xpu = (consts.get(k) for k in ("cuda", "hip", "rocm", "xpu"))
-    if isinstance(cuda, str) and cuda:
-        return f"cuda {cuda}"
-    if isinstance(rocm, str) and rocm:
-        return f"rocm {_major_minor(rocm)}"
-    if isinstance(hip, str) and hip:
-        return f"rocm {_major_minor(hip)}"
-    if isinstance(xpu, str) and xpu:
-        return "xpu"
-    if version and (m := _LOCAL_CU_RX.search(version)):
-        return f"cuda {m.group(1)}.{m.group(2)}"
-    return "cpu"
-
-
-def tensorflow_build_info(text: str) -> dict[str, Any]:
-    """``build_info`` of ``tensorflow/python/platform/build_info.py``: the
-    ``collections.OrderedDict([...])`` of TF >= 2.3, or module constants of older ones."""
-    info: dict[str, Any] = {}
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return info
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "build_info" for t in node.targets)
-        ):
-            continue
-        val = node.value
-        try:
-            if isinstance(val, ast.Call) and val.args:
-                pairs = ast.literal_eval(val.args[0])
-                info.update(dict(pairs))
-            else:
-                lit = ast.literal_eval(val)
-                if isinstance(lit, dict):
-                    info.update(lit)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-    if not info:
-        info = {k: v for k, v in module_constants(text).items() if not k.startswith("_")}
-    return info
-
 
 # --------------------------------------------------------------------------- the collector
 
