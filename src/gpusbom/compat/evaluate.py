@@ -14,6 +14,9 @@ Reads only the internal model (``ScanResult``):
 Verdicts: ``runs``; ``runs-with-jit`` (some code needs the driver to compile PTX or SPIR-V at
 first launch: slow start, and the JIT can still fail); ``will-fail``. The verdict of a target is
 the worst of its checks; ``reasons`` is the chain, ``evidence`` the paths behind it.
+
+One module a little over 500 lines: the CUDA and ROCm rules of one image on one target,
+sharing the ``Verdict`` record and its reasons; the targets are in ``targets.py``.
 """
 
 from __future__ import annotations
