@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .enrich import cve5_description
-from .update import UpdateError, _Fetcher, _json
+from .fetch import UpdateError, _Fetcher, _json
 
 __all__ = ["DEFAULT_CVE5_URL", "cve5_feed", "cve5_path"]
 
