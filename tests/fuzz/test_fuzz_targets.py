@@ -60,13 +60,21 @@ def test_regressions_and_seeds_replay_cleanly(name: str, seeds: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_short_fuzz_run_finds_nothing(name: str, seeds: Path, tmp_path: Path) -> None:
+def test_short_fuzz_run_finds_nothing(
+    name: str, seeds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for f in _inputs(seeds / name) + _inputs(FUZZ / "regressions" / name):
         (corpus / f.name).write_bytes(f.read_bytes())
     found = tmp_path / "found"
     found.mkdir()
+    # libFuzzer's -rss_limit_mb reads the process's peak RSS (ru_maxrss), and a child started
+    # by vfork inherits the peak of this test process (the kernel records the old memory
+    # map's high-water mark at exec): after a test that read a 749 MB library, every fuzz
+    # run "used" 2587 MB from its first input. A forked child starts from this process's
+    # current RSS instead (the escape hatch the subprocess documentation gives).
+    monkeypatch.setattr(subprocess, "_USE_VFORK", False)
     proc = subprocess.run(
         [sys.executable, str(FUZZ / "run.py"), name, str(corpus), f"-max_total_time={SECONDS}",
          "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={found}/",
