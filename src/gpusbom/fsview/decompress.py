@@ -564,6 +564,17 @@ class _Pipeline:
     def _gunzip_again(self, span: BlobSpan, skip: int) -> Iterator[tuple[bytes, int]]:
         """The sequential inflate of ``span`` from its start, dropping the first ``skip``
         output bytes (already handed on); the blob is being hashed elsewhere."""
+        return self.decode_again(span, skip, self._gunzip)
+
+    def decode_again(
+        self,
+        span: BlobSpan,
+        skip: int,
+        decode: Callable[[bytes], Iterator[tuple[bytes, int]]],
+    ) -> Iterator[tuple[bytes, int]]:
+        """``decode`` (this pipeline's sequential gunzip or unzstd) over ``span`` from its
+        start, dropping the first ``skip`` output bytes: a parallel decode that failed part
+        way is redone in order, so bad input gets the sequential verdict."""
         pos = [0]
 
         def pread(n: int = RAW_CHUNK) -> bytes:
@@ -575,7 +586,7 @@ class _Pipeline:
         self._raw_read = pread
         self.raw_bytes = 0
         self.out_bytes = 0  # counted again from the start (the skipped part included)
-        for data, _n in self._gunzip(self.read_raw()):
+        for data, _n in decode(self.read_raw()):
             if skip:
                 if len(data) <= skip:
                     skip -= len(data)

@@ -220,24 +220,5 @@ def parallel_unzstd(
 def _unzstd_again(pipeline: Any, span: BlobSpan, skip: int) -> Iterator[tuple[bytes, int]]:
     """The sequential decompression of ``span`` from its start, dropping the first ``skip``
     output bytes (already handed on); the blob is being hashed elsewhere."""
-    pos = [0]
-    chunk = 1 << 20
-
-    def pread(n: int = chunk) -> bytes:
-        data = span.pread(max(n, chunk), pos[0])
-        pos[0] += len(data)
-        return data
-
-    pipeline._hash_raw_inline = False
-    pipeline._raw_read = pread
-    pipeline.raw_bytes = 0
-    pipeline.out_bytes = 0  # counted again from the start (the skipped part included)
-    for data, _n in pipeline._unzstd(pipeline.read_raw()):
-        if skip:
-            if len(data) <= skip:
-                skip -= len(data)
-                continue
-            data = data[skip:]
-            skip = 0
-        if data:
-            yield data, 0
+    it: Iterator[tuple[bytes, int]] = pipeline.decode_again(span, skip, pipeline._unzstd)
+    return it
