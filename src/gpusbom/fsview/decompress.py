@@ -39,6 +39,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO, cast
 
 from ..errors import LayerError, UnsafeArchiveError
+from .blobhash import BlobHasher
 from .types import Limits
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -221,8 +222,8 @@ def parallel_gzip_available() -> bool:
 # 13 GB image took 5.1-5.8 s in a scan against 3.3 s alone)
 _INFLATER_CODE = "import sys, rapidgzip; sys.argv[0] = 'rapidgzip'; sys.exit(rapidgzip.cli())"
 _PIPE_READ = 4 << 20
-_HASH_CHUNK = 16 << 20  # blob bytes per hash step beside the child (few GIL hand-offs)
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); Python 3.10 names it, older ones do not
+
 
 
 class _Inflater:
@@ -466,34 +467,12 @@ class _Pipeline:
         # the bomb check in _out compares output with raw bytes read: rapidgzip reads ahead
         # on its own, so the whole blob is the measure (the 32x check below is the tight one)
         self.raw_bytes = span.size
-        raw_hash = self.raw_hash
-        hashed = [0]
-        hash_done = [0.0]
-        hash_err: list[BaseException] = []
-        stop = threading.Event()
-
-        def hash_blob() -> None:
-            pos = 0
-            try:
-                while pos < span.size and not stop.is_set():
-                    data = span.pread(_HASH_CHUNK, pos)
-                    if not data:
-                        raise LayerError(f"{self.name}: unexpected end of blob")
-                    if raw_hash is not None:
-                        raw_hash.update(data)
-                    pos += len(data)
-                    hashed[0] = pos
-                hash_done[0] = time.perf_counter()
-            except BaseException as e:  # noqa: BLE001 - re-raised in the consumer's thread
-                hash_err.append(e)
-
         started = time.perf_counter()
         # time in reads of the child's pipe, waiting and copying (GPUSBOM_DEBUG_INFLATE)
         debug = bool(os.environ.get("GPUSBOM_DEBUG_INFLATE"))
         waited = read_cpu = w0 = r0 = 0.0
         reads = 0
-        hasher = threading.Thread(target=hash_blob, daemon=True, name="blob-hash")
-        hasher.start()
+        hasher = BlobHasher(span, self.raw_hash, self.name)
         reported = 0
         delivered = 0
         limit = PARALLEL_MAX_RATIO * max(span.size, 1)
@@ -525,7 +504,7 @@ class _Pipeline:
                         reason = "ratio"
                         break
                     delivered += len(out)
-                    now = hashed[0]
+                    now = hasher.hashed
                     yield self._out(out)[0], now - reported
                     reported = now
             if reason is None:
@@ -545,18 +524,17 @@ class _Pipeline:
             if child is not None:
                 child.close()
             if not finished:  # an error, or the consumer stopped early: stop hashing too
-                stop.set()
+                hasher.stop()
             hasher.join()
             if debug:
                 print(
                     f"gpusbom: parallel inflate {self.name}: {threads} threads, "
                     f"{delivered} bytes, {time.perf_counter() - started:.2f} s, "
                     f"{reads} reads waited {waited:.2f} s ({read_cpu:.2f} CPU-s), hashed by "
-                    f"{hash_done[0] - started:.2f} s, fallback={reason}",
+                    f"{hasher.done_at - started:.2f} s, fallback={reason}",
                     file=sys.stderr,
                 )
-        if hash_err:
-            raise hash_err[0]
+        hasher.raise_error()
         self.raw_bytes = span.size
         if span.size > reported:
             yield b"", span.size - reported

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LayerError
+from .blobhash import BlobHasher
 
 if TYPE_CHECKING:
     from .decompress import BlobSpan
@@ -39,7 +39,6 @@ MAX_FRAME_CONTENT = 32 << 20
 IN_FLIGHT_PER_THREAD = 16 << 20
 #: headers of more frames than this are not walked (the sequential path reads the blob)
 MAX_FRAMES = 1 << 20
-_HASH_CHUNK = 16 << 20
 
 Frame = tuple[int, int, int]  # (offset, compressed size, declared content size)
 
@@ -126,25 +125,6 @@ def parallel_unzstd(
 
     pipeline.format = "zstd"
     pipeline.raw_bytes = span.size  # the bomb check: frames are read ahead of the output
-    raw_hash = pipeline.raw_hash
-    hashed = [0]
-    hash_err: list[BaseException] = []
-    stop = threading.Event()
-
-    def hash_blob() -> None:
-        pos = 0
-        try:
-            while pos < span.size and not stop.is_set():
-                data = span.pread(_HASH_CHUNK, pos)
-                if not data:
-                    raise LayerError(f"{pipeline.name}: unexpected end of blob")
-                if raw_hash is not None:
-                    raw_hash.update(data)
-                pos += len(data)
-                hashed[0] = pos
-        except BaseException as e:  # noqa: BLE001 - re-raised in the consumer's thread
-            hash_err.append(e)
-
     local = threading.local()
 
     def one(frame: Frame) -> bytes:
@@ -158,8 +138,7 @@ def parallel_unzstd(
         return out
 
     started = time.perf_counter()
-    hasher = threading.Thread(target=hash_blob, daemon=True, name="blob-hash")
-    hasher.start()
+    hasher = BlobHasher(span, pipeline.raw_hash, pipeline.name)
     pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="unzstd")
     budget = max(1, threads) * IN_FLIGHT_PER_THREAD
     pending: deque[tuple[Future[bytes], int]] = deque()
@@ -186,7 +165,7 @@ def parallel_unzstd(
                 break
             if out:
                 delivered += len(out)
-                now = hashed[0]
+                now = hasher.hashed
                 yield pipeline._out(out)[0], now - reported
                 reported = now
         for f, _ in pending:
@@ -201,7 +180,7 @@ def parallel_unzstd(
             f.cancel()
         pool.shutdown(wait=True)
         if not finished:
-            stop.set()
+            hasher.stop()
         hasher.join()
         if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
             print(
@@ -210,8 +189,7 @@ def parallel_unzstd(
                 f"fallback={reason}",
                 file=sys.stderr,
             )
-    if hash_err:
-        raise hash_err[0]
+    hasher.raise_error()
     pipeline.raw_bytes = span.size
     if span.size > reported:
         yield b"", span.size - reported
