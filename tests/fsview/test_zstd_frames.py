@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from test_parallel_inflate import _payload  # the same compressible text payload
 
 from gpusbom.errors import LayerError, UnsafeArchiveError
 from gpusbom.fsview import decompress, zstd_frames
@@ -22,14 +23,6 @@ from gpusbom.fsview.types import Limits
 @pytest.fixture(autouse=True)
 def _small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(decompress, "ZSTD_PARALLEL_MIN_SIZE", 1)
-
-
-def _payload(n: int = 6 << 20) -> bytes:
-    rows = (
-        f"/usr/lib/python3/site-packages/pkg{i % 977}/mod_{i}.py {i * 7919}\n"
-        for i in range(n // 40)
-    )
-    return "".join(rows).encode()[:n]
 
 
 def _frames(data: bytes, piece: int = 256 << 10, checksum: bool = True) -> bytes:
@@ -59,7 +52,7 @@ def _read(
 
 
 def test_frames_are_found_and_decompressed_in_parallel(tmp_path: Path) -> None:
-    data = _payload()
+    data = _payload(6 << 20)
     blob = _frames(data)
     p = tmp_path / "layer.zst"
     p.write_bytes(blob)
