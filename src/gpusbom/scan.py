@@ -105,7 +105,7 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
         raise UsageError("--images needs --host or --root")
     # the user's updated copy or the bundled snapshot; a stale one is an input error
     if not then.offline:
-        from .advisories.update import auto_update
+        from .advisories.autoupdate import auto_update
 
         auto_update(quiet=then.quiet)
     req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))

@@ -19,11 +19,13 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import shutil
 import socket
 import ssl
 import subprocess
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -508,11 +510,42 @@ def test_auto_update_failure_is_one_line_and_the_scan_goes_on(
     monkeypatch.setenv("GPUSBOM_NVIDIA_CSAF_URL", "http://127.0.0.1:9/csaf")  # nothing listens
     monkeypatch.setenv("GPUSBOM_OSV_URL", "off")
     monkeypatch.setenv("GPUSBOM_KEV_URL", "off")
-    assert main(["scan", f"dir:{_rootfs(tmp_path)}", "-q", "-o",
-                 f"json={tmp_path / 'a.json'}"]) == 0
+    root = _rootfs(tmp_path)
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'a.json'}"]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("advisory update failed, using the bundled")
+    assert "next try in 2 h" in lines[0]
     assert not user_db_path().exists()
+    # remembered: the next scans neither try nor say it again (as grype's update-check
+    # frequency), until the retry interval has passed
+    assert (env / "advisories" / "auto-update-failed").exists()
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'b.json'}"]) == 0
+    assert capsys.readouterr().err.strip() == ""
+    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE_RETRY_HOURS", "0")
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'c.json'}"]) == 0
+    assert capsys.readouterr().err.startswith("advisory update failed, using the bundled")
+
+
+def test_a_successful_auto_update_forgets_an_earlier_failure(
+    env: Path, https: tuple[Feeds, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    feeds, url = https
+    _feeds_env(monkeypatch, url)
+    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    mark = env / "advisories" / "auto-update-failed"
+    mark.parent.mkdir(parents=True)
+    mark.write_text("earlier failure\n")
+    root = _rootfs(tmp_path)
+    # within the retry interval: no attempt
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'a.json'}"]) == 0
+    assert feeds.hits == [] and not user_db_path().exists()
+    # a clock set back (the mark in the future) does not stop updates for good
+    future = time.time() + 86400
+    os.utime(mark, (future, future))
+    assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'b.json'}"]) == 0
+    assert feeds.hits and user_db_path().exists() and not mark.exists()
+    capsys.readouterr()
 
 
 def test_export_import_round_trip_for_air_gapped_sites(

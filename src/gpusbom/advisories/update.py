@@ -414,38 +414,3 @@ def reset() -> Path | None:
 
 
 __all__ += ["cache_dir", "reset", "resolve_sources"]
-
-
-AUTO_UPDATE_DAYS = 5.0  # grype's default maximum database age
-
-
-def auto_update(*, quiet: bool = False) -> bool:
-    """Before a scan: update a database older than ``GPUSBOM_DB_AUTO_UPDATE_DAYS`` (5),
-    saying so in one stderr line; a failure is one line too and the scan goes on with the
-    database it has. ``GPUSBOM_DB_AUTO_UPDATE=0`` (or ``scan --offline``) skips it. True
-    when a new database was installed."""
-    import sys
-
-    from .db import age_days, load_active
-
-    if os.environ.get("GPUSBOM_DB_AUTO_UPDATE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
-    try:
-        limit = float(os.environ.get("GPUSBOM_DB_AUTO_UPDATE_DAYS", AUTO_UPDATE_DAYS))
-    except ValueError:
-        limit = AUTO_UPDATE_DAYS
-    db = load_active()
-    age = age_days(db)
-    if age is not None and age <= limit:
-        return False
-    if not quiet:
-        print(f"advisory database ({db.source}) is {age or 0:.0f} days old: updating "
-              "(--offline to skip)", file=sys.stderr)
-    try:
-        report = update()
-    except InputError as exc:
-        print(f"advisory update failed, using the {db.source} database: {exc}", file=sys.stderr)
-        return False
-    if not quiet:
-        print(f"advisory database updated: {report.advisories} advisories", file=sys.stderr)
-    return True
