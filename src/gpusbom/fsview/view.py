@@ -416,6 +416,8 @@ class _DirWalker:
         | getattr(os, "O_CLOEXEC", 0)
     )
     MAX_DEPTH = 512
+    #: (k, n): the next directory walked takes only every n-th of its entries from the k-th
+    part: tuple[int, int] | None = None
 
     def __init__(self, matcher: PathMatcher, spool: Spool, limits: Limits, skip_host: bool) -> None:
         self.matcher = matcher
@@ -478,6 +480,8 @@ class _DirWalker:
         room = self.limits.max_path_length - len(prefix)  # longest name that fits
         skip = _HOST_SKIP if depth == 0 and self.skip_host else _NO_NAMES
         items.sort(key=_NAME)
+        if self.part is not None:  # one slice of this directory (the host's parallel walk)
+            items, self.part = items[self.part[0] :: self.part[1]], None
         n = 0
         try:
             for d in items:

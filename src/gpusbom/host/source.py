@@ -25,6 +25,7 @@ from ..fsview.view import FsView
 from ..model import Component, Finding, Target, Unknown
 from ..safetext import loads_json
 from . import consistency, discover, nvml
+from .parwalk import default_workers
 from .root import SNAPSHOT_DIR, HostRoot
 from .walk import host_view
 
@@ -98,8 +99,10 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
             nvml_err.append(exc)
 
     nvml_thread = threading.Thread(target=load, name="gpusbom-nvml", daemon=True)
-    nvml_thread.start()
-    fs = host_view(root, matcher, spool, limits, extra=paths, analyze_binaries=analyze_binaries)
+    # started once the walk's workers are forked: a fork copies only the forking thread,
+    # and a worker must not inherit a lock (the import lock) that NVML's thread holds
+    fs = host_view(root, matcher, spool, limits, extra=paths, analyze_binaries=analyze_binaries,
+                   workers=default_workers(), started=nvml_thread.start)
     nvml_thread.join()
     if nvml_err:  # a damaged snapshot nvml.json: the scan's error, as before
         raise nvml_err[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..fsview.spec import PathMatcher
@@ -45,6 +45,9 @@ class _HostWalker(_DirWalker):
     #: feed matched files to the specs' stream analyzers (GPU binary analysis); off by
     #: default on hosts: reading every large library costs seconds (13 s on an H200 node)
     analyze = False
+    #: when a list: directories are not descended into but recorded here as (path, depth),
+    #: for the parallel walk (``host/parwalk.py``) to hand to its workers
+    defer: list[tuple[str, int]] | None = None
 
     def _capture(self, dfd: int, name: str, path: str, max_size: int, history: bool,
                  *factories: Any) -> None:
@@ -56,6 +59,14 @@ class _HostWalker(_DirWalker):
     def _walk_fd(self, dfd: int, path: str, depth: int) -> None:
         if path in SKIP_PATHS or path.rsplit("/", 1)[-1] in SKIP_NAMES:
             return
+        if self.defer is not None:
+            self.defer.append((path, depth))
+            return
+        super()._walk_fd(dfd, path, depth)
+
+    def walk_one(self, dfd: int, path: str, depth: int) -> None:
+        """The entries of directory ``path`` (already checked against the skip lists);
+        its subdirectories are walked, or deferred when ``defer`` is set."""
         super()._walk_fd(dfd, path, depth)
 
 
@@ -94,17 +105,39 @@ def host_view(
     limits: Limits,
     extra: Iterable[str] = (),
     analyze_binaries: bool = False,
+    workers: int = 1,
+    started: Callable[[], None] | None = None,
 ) -> FsView:
     """The one-layer view of the walk roots below ``root``; ``view.unreadable`` lists EACCES.
 
     ``extra`` adds walk roots (``--paths``). OS package licenses (``/usr/share/doc``) are
-    not read unless ``extra`` names that directory.
+    not read unless ``extra`` names that directory. ``workers`` > 1 walks the directories
+    in that many forked processes (``host/parwalk.py``; the same view); ``started`` is
+    called once they run (at once when there are none).
     """
     real_root = os.path.realpath(root)
     walker = _HostWalker(matcher, spool, limits, skip_host=True)
     walker.analyze = analyze_binaries
     walker._keep(Entry("/", EntryKind.DIR, mode=0o755))
-    for top in expand_roots(real_root, [*HOST_ROOTS, *extra]):
+    roots = expand_roots(real_root, [*HOST_ROOTS, *extra])
+    if workers > 1:
+        from .parwalk import walk_parallel
+
+        walker.defer = []
+        _walk_roots(walker, real_root, roots)
+        walk_parallel(walker, real_root, roots, workers, started)
+    else:
+        if started is not None:
+            started()
+        _walk_roots(walker, real_root, roots)
+    view = FsView(walker.entries, [LayerRef(index=0, diff_id=None)], limits)
+    view.unreadable = walker.unreadable
+    view.file_count = walker.count
+    return view
+
+
+def _walk_roots(walker: _HostWalker, real_root: str, roots: list[str]) -> None:
+    for top in roots:
         _keep_parents(walker, top)
         full = os.path.join(real_root, top.lstrip("/"))
         try:
@@ -125,7 +158,7 @@ def host_view(
                     walker.unreadable.append(top)
                 continue  # a link in the parent (never followed) or gone
             try:
-                spec = matcher.match(top)
+                spec = walker.matcher.match(top)
                 if spec is not None:
                     walker._capture(dfd, os.path.basename(full), top, spec.max_size, spec.history)
             except OSError as e:
@@ -146,10 +179,6 @@ def host_view(
             walker._walk_fd(fd, top, top.count("/"))
         finally:
             os.close(fd)
-    view = FsView(walker.entries, [LayerRef(index=0, diff_id=None)], limits)
-    view.unreadable = walker.unreadable
-    view.file_count = walker.count
-    return view
 
 
 def _keep_parents(walker: _DirWalker, path: str) -> None:

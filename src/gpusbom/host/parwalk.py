@@ -1,0 +1,325 @@
+"""The host walk in forked worker processes: the same view as the one-process walk, sooner.
+
+A host's install roots hold tens of thousands of directory entries (an H200 node: 8,546
+directories, 82,642 files); walking them is Python work per entry (a ``scandir`` item, a
+name test, a stat and an ``Entry`` per directory, the read of each matched file), about
+0.5 s in one process. Here the parent walks the first levels itself, deferring the
+subdirectories it meets (``_HostWalker.defer``), until the pieces are small; forked workers
+then take those directories one at a time from a queue (a pipe of fixed-size records, so a
+busy worker never holds up an idle one), walk each whole, and send back the entries they
+kept (pickled, through a pipe per worker). The parent merges them into one dict: entries
+are keyed by path and everything that reads them sorts (``FsView``), so the result is the
+same whatever the order; the paths that could not be read are put back in the order the
+one-process walk meets them. A worker that fails sends its exception, raised again here; a
+worker that dies without a word makes the parent walk everything itself.
+
+Workers are forked before any other thread starts (NVML's), and import nothing: they only
+use what the parent has loaded. Large matched files go to the scan's spool directory under
+the worker's own names; each worker gets an equal share of the spool's byte budget.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+import re
+import selectors
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnsafeArchiveError
+
+if TYPE_CHECKING:
+    from .walk import _HostWalker
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_REC = struct.Struct("<I")  # one task index per queue record (reads of 4 bytes are whole)
+#: directories whose subdirectories are handed out one by one rather than walked as one
+#: piece: the first levels, and where Python environments keep their packages (a torch
+#: venv's site-packages is the largest subtree of a GPU host)
+_SPLIT_DEPTH = 4
+_HUB = re.compile(r"lib|lib32|lib64|local|include|bin|python[0-9.]*|site-packages|"
+                  r"dist-packages|venv|\.venv|envs|pkgs|nvidia|torch|cuda[-0-9.]*|targets|"
+                  r"x86_64-linux(?:-gnu)?|aarch64-linux(?:-gnu)?|dpkg|info|rpm")
+_SLICE = 512  # a directory split over workers: this many of its entries a piece
+_MAX_TASKS = 4000  # the queue pipe holds them all (64 KiB at 4 bytes each, with room)
+
+
+def default_workers() -> int:
+    """Worker processes for a host walk: ``GPUSBOM_HOST_WALKERS`` when set, else one per
+    core up to 16 on machines of 4 cores or more (1: the walk stays in this process)."""
+    env = os.environ.get("GPUSBOM_HOST_WALKERS")
+    if env and env.strip().isdigit():
+        return max(1, int(env))
+    if not hasattr(os, "fork"):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(cores, 16) if cores >= 4 else 1
+
+
+def _split(path: str, depth: int) -> bool:
+    return depth < _SPLIT_DEPTH or _HUB.fullmatch(path[path.rfind("/") + 1 :]) is not None
+
+
+def _open_task(real_root: str, root: str, path: str) -> int:
+    """The directory ``path`` (below the walk root ``root``), opened the way the walk
+    reached it: the root as the one-process walk opens it, then each component below it
+    without following links."""
+    fd = os.open(os.path.join(real_root, root.lstrip("/")), _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for comp in path[len(root) + 1 :].split("/") if path != root else ():
+            sub = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _walk_task(walker: _HostWalker, real_root: str, roots: list[str],
+               task: tuple[str, int, int, int, int]) -> None:
+    path, depth, ri, k, n = task
+    try:
+        fd = _open_task(real_root, roots[ri], path)
+    except OSError as e:
+        # the directory was opened once already (by the walk that met it, which said so
+        # if it could not): failing now, it changed under us
+        if e.errno in (errno.EACCES, errno.EPERM, errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+            return
+        raise
+    try:
+        if n > 1 or k >= 0:  # a slice of the directory; its subdirectories are tasks of their own
+            walker.part, walker.defer = (max(k, 0), n), []
+            try:
+                walker.walk_one(fd, path, depth)
+            finally:
+                walker.part, walker.defer = None, None
+        else:
+            walker.walk_one(fd, path, depth)
+    finally:
+        os.close(fd)
+
+
+def _subdirs(walker: _HostWalker, real_root: str, root: str, path: str,
+             depth: int) -> tuple[int, list[str]] | None:
+    """How many entries directory ``path`` holds, and the subdirectories the walk descends
+    into (the tests of ``_DirWalker._walk_fd`` and ``_HostWalker._walk_fd``)."""
+    from .walk import SKIP_NAMES, SKIP_PATHS
+
+    try:
+        fd = _open_task(real_root, root, path)
+    except OSError:
+        return None  # a slice task meets it again and says why
+    try:
+        with os.scandir(fd) as it:
+            items = list(it)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    prefix = "/" if path == "/" else path + "/"
+    room = walker.limits.max_path_length - len(prefix)
+    skip = frozenset({"proc", "sys", "dev"}) if depth == 0 else frozenset()
+    subs = []
+    for d in items:
+        name = d.name
+        if name in skip or len(name) > room or name in SKIP_NAMES:
+            continue
+        try:
+            if not d.is_file(follow_symlinks=False) and d.is_dir(follow_symlinks=False):
+                p = prefix + name
+                if p not in SKIP_PATHS:
+                    subs.append(p)
+        except OSError:
+            continue
+    subs.sort()
+    return len(items), subs
+
+
+def _plan(walker: _HostWalker, real_root: str, roots: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """The walk's pieces: (directory, depth, walk root, slice, slices); slice -1 walks the
+    directory whole, else that slice of its own entries (subdirectories kept, not entered)."""
+    assert walker.defer is not None  # noqa: S101 - host_view sets it
+    pending = [(p, d, _root_of(roots, p)) for p, d in walker.defer]
+    tasks: list[tuple[str, int, int, int, int]] = []
+    while pending:
+        path, depth, ri = pending.pop(0)
+        got = None
+        if _split(path, depth) and len(tasks) + len(pending) < _MAX_TASKS:
+            got = _subdirs(walker, real_root, roots[ri], path, depth)
+        if got is None:
+            tasks.append((path, depth, ri, -1, 1))
+            continue
+        count, subs = got
+        parts = max(1, -(-count // _SLICE))
+        tasks.extend((path, depth, ri, k, parts) for k in range(parts))
+        pending[0:0] = [(p, depth + 1, ri) for p in subs]  # depth-first: a bounded queue
+    walker.defer = None
+    return tasks
+
+
+class _WorkerSpool:
+    """The scan's spool as a worker sees it: its own file names in the same directory and
+    its share of the byte budget."""
+
+    def __init__(self, spool: Any, index: int, share: int) -> None:
+        self.dir = spool.dir
+        self.limits = getattr(spool, "limits", None)
+        self._index = index
+        self._n = 0
+        self.start = spool.limits.max_spool_bytes - share if self.limits else spool.bytes
+        self.bytes = self.start
+
+    def new_path(self) -> str:
+        self._n += 1
+        return os.path.join(self.dir, f"h{self._index:03d}-{self._n:07d}")
+
+
+def _root_of(roots: list[str], path: str) -> int:
+    best = -1
+    for i, r in enumerate(roots):
+        if (path == r or path.startswith(r + "/") or r == "/") and (
+            best < 0 or len(r) > len(roots[best])
+        ):
+            best = i
+    return best
+
+
+def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers: int,
+                  started: Callable[[], None] | None) -> None:
+    """Finish the walk whose roots ``walker`` has deferred (``walker.defer``) in ``workers``
+    forked processes; ``walker`` then holds what the one-process walk would."""
+    assert walker.defer is not None  # noqa: S101 - host_view sets it
+    tasks = _plan(walker, real_root, roots)
+    if not tasks:
+        if started is not None:
+            started()
+        return
+    workers = min(workers, len(tasks))
+    if walker.analyze:  # what the workers' stream analyzers import, imported before the fork
+        from ..fsview import layer  # noqa: F401
+    rq, wq = os.pipe()
+    try:
+        os.write(wq, b"".join(_REC.pack(i) for i in range(len(tasks))))
+    finally:
+        os.close(wq)
+    spool = walker.spool
+    share = max(0, (spool.limits.max_spool_bytes - spool.bytes) // workers) \
+        if getattr(spool, "limits", None) is not None else 0
+    kids: list[tuple[int, int]] = []
+    try:
+        for k in range(workers):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
+                os.close(r)
+                _worker(walker, real_root, roots, tasks, rq, w, _WorkerSpool(spool, k, share))
+            os.close(w)
+            kids.append((pid, r))
+    finally:
+        os.close(rq)
+    if started is not None:
+        started()
+    payloads = _gather([r for _, r in kids])
+    lost = False
+    for pid, _ in kids:
+        _, status = os.waitpid(pid, 0)
+        lost = lost or status != 0
+    results = [pickle.loads(b) if b else None for b in payloads]  # noqa: S301 - our own forks
+    for res in results:
+        if res is not None and res[0] == "error":
+            raise res[1]
+    if lost or any(res is None for res in results):
+        _serial(walker, real_root, roots, tasks)
+        return
+    done: dict[int, tuple[list[Any], list[str]]] = {}
+    for res in results:
+        assert res is not None  # noqa: S101 - checked above
+        _, per_task, count, spooled = res
+        done.update(per_task)
+        walker.count += count
+        spool.bytes += spooled
+    entries = walker.entries
+    unreadable = list(walker.unreadable)
+    for i in range(len(tasks)):
+        kept, unr = done[i]
+        for e in kept:
+            entries[e.path] = e
+        unreadable.extend(unr)
+    if len(entries) > walker.limits.max_kept_records:
+        raise UnsafeArchiveError(
+            f"more than {walker.limits.max_kept_records} kept records (directories, links, "
+            "matched files)")
+    # the order the one-process walk meets them: by walk root, then depth-first by name
+    walker.unreadable = sorted(unreadable, key=lambda p: (_root_of(roots, p), p.split("/")))
+
+
+def _serial(walker: _HostWalker, real_root: str, roots: list[str],
+            tasks: list[tuple[str, int, int, int, int]]) -> None:
+    for task in tasks:
+        _walk_task(walker, real_root, roots, task)
+    walker.unreadable.sort(key=lambda p: (_root_of(roots, p), p.split("/")))
+
+
+def _gather(fds: list[int]) -> list[bytes]:
+    bufs: dict[int, list[bytes]] = {fd: [] for fd in fds}
+    sel = selectors.DefaultSelector()
+    try:
+        for fd in fds:
+            sel.register(fd, selectors.EVENT_READ)
+        live = len(fds)
+        while live:
+            for key, _ in sel.select():
+                chunk = os.read(key.fd, 1 << 20)
+                if chunk:
+                    bufs[key.fd].append(chunk)
+                else:
+                    sel.unregister(key.fd)
+                    live -= 1
+    finally:
+        sel.close()
+        for fd in fds:
+            os.close(fd)
+    return [b"".join(bufs[fd]) for fd in fds]
+
+
+def _worker(walker: _HostWalker, real_root: str, roots: list[str],
+            tasks: list[tuple[str, int, int, int, int]], rq: int, w: int, spool: _WorkerSpool) -> None:
+    """A forked worker: walk the tasks it takes from the queue, send what it kept, exit."""
+    code = 0
+    try:
+        walker.spool = spool  # type: ignore[assignment]  # the parts of Spool the walk uses
+        per_task: dict[int, tuple[list[Any], list[str]]] = {}
+        count = 0
+        while True:
+            rec = os.read(rq, _REC.size)
+            if len(rec) < _REC.size:
+                break
+            (i,) = _REC.unpack(rec)
+            walker.entries = {}
+            walker.unreadable = []
+            walker.count = 0
+            _walk_task(walker, real_root, roots, tasks[i])
+            per_task[i] = (list(walker.entries.values()), walker.unreadable)
+            count += walker.count
+        payload: tuple[Any, ...] = ("ok", per_task, count, spool.bytes - spool.start)
+    except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
+        payload = ("error", exc)
+    try:
+        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle: the parent redoes it
+        data, code = b"", 1
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view) :]
+    except OSError:
+        code = 1
+    finally:
+        os._exit(code)

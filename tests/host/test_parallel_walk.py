@@ -1,0 +1,164 @@
+"""The host walk in forked workers (``host/parwalk.py``) gives the one-process walk's view."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusbom.cli.app import main
+from gpusbom.collect import build_matcher, select_collectors
+from gpusbom.errors import UnsafeArchiveError
+from gpusbom.fsview.types import Limits, Spool
+from gpusbom.host import parwalk
+from gpusbom.host.walk import host_view
+
+from .conftest import HOSTS
+from .test_host_modes import _copy, _run_as_nobody, open_tmp  # noqa: F401 - the fixture
+
+_ = _run_as_nobody  # its checks (root, setpriv) are the ones the unprivileged test needs
+
+
+def _tree(root: Path) -> Path:
+    """A host root with directories large enough to be split (more than ``_SLICE``
+    entries), package databases, Python environments, links and a FIFO."""
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    for i in range(parwalk._SLICE * 2 + 37):
+        (lib / f"libz{i:04d}.so.1").write_bytes(b"\x7fELF" + bytes([i % 251]))
+    (lib / "libcudart.so.12.4.127").write_bytes(b"\x7fELF cudart")
+    (lib / "libcudart.so.12").symlink_to("libcudart.so.12.4.127")
+    (lib / "sub").mkdir()
+    (lib / "sub" / "libnvidia-ml.so.550.54.15").write_bytes(b"\x7fELF nvml")
+    os.mkfifo(lib / "a-fifo")
+    for env in ("usr/lib/python3/dist-packages", "opt/venv/lib/python3.12/site-packages"):
+        sp = root / env
+        for n in range(3):
+            di = sp / f"pkg{n}-1.{n}.dist-info"
+            di.mkdir(parents=True)
+            (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pkg{n}\nVersion: 1.{n}\n")
+            (di / "RECORD").write_text(f"pkg{n}/__init__.py,,\npkg{n}-1.{n}.dist-info/METADATA,,\n")
+            (sp / f"pkg{n}").mkdir()
+            (sp / f"pkg{n}" / "__init__.py").write_text("")
+    dpkg = root / "var/lib/dpkg/info"
+    dpkg.mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text(
+        "Package: zlib1g\nStatus: install ok installed\nVersion: 1:1.2.13\nArchitecture: amd64\n\n")
+    (dpkg / "zlib1g:amd64.list").write_text("/usr/lib/x86_64-linux-gnu/libz0000.so.1\n")
+    (root / "etc").mkdir()
+    (root / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n')
+    (root / "etc/deep/a/b/c").mkdir(parents=True)
+    (root / "etc/deep/a/b/c/f").write_text("x")
+    (root / "lib").symlink_to("usr/lib")
+    return root
+
+
+def _view(root: Path, workers: int, limits: Limits | None = None) -> tuple[Any, ...]:
+    lim = limits or Limits()
+    matcher = build_matcher(select_collectors(None))
+    with Spool(lim) as spool:
+        v = host_view(str(root), matcher, spool, lim, workers=workers)
+        entries = {p: (e.kind, e.size, e.mode, e.linkname, e.uid, e.gid, e.mtime, e.matched,
+                       e.history, e.analysis, e.content.read() if e.content else None)
+                   for p, e in v._entries.items()}
+        return entries, list(v.unreadable), v.file_count
+
+
+def test_parallel_walk_is_the_serial_walk(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "root")
+    serial = _view(root, 1)
+    assert serial[0]["/usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127"][7]  # matched
+    meta = "/opt/venv/lib/python3.12/site-packages/pkg2-1.2.dist-info/METADATA"
+    assert serial[0][meta][-1] == b"Metadata-Version: 2.1\nName: pkg2\nVersion: 1.2\n"
+    assert serial[2] > parwalk._SLICE * 2
+    for workers in (2, 3, 5):
+        assert _view(root, workers) == serial
+
+
+def test_plan_splits_large_directories(tmp_path: Path) -> None:
+    from gpusbom.host.walk import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
+
+    root = _tree(tmp_path / "root")
+    lim = Limits()
+    with Spool(lim) as spool:
+        walker = _HostWalker(build_matcher(select_collectors(None)), spool, lim, skip_host=True)
+        walker.defer = []
+        roots = expand_roots(str(root), HOST_ROOTS)
+        _walk_roots(walker, str(root), roots)
+        tasks = parwalk._plan(walker, str(root), roots)
+    slices = [t for t in tasks if t[0] == "/usr/lib/x86_64-linux-gnu"]
+    assert [t[3] for t in slices] == [0, 1, 2] and all(t[4] == 3 for t in slices)
+    # every directory is walked by exactly one piece
+    whole = [t[0] for t in tasks if t[3] < 0]
+    assert len(whole) == len(set(whole)) and "/usr/lib/x86_64-linux-gnu/sub" in whole
+
+
+def test_parallel_walk_limit_and_worker_failures(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "root")
+    small = Limits(max_kept_records=100)
+    for workers in (1, 3):
+        with pytest.raises(UnsafeArchiveError, match="more than 100 kept records"):
+            _view(root, workers, small)
+    serial = _view(root, 1)
+    # a worker that dies without a word: the parent walks everything itself
+    monkeypatch.setattr(parwalk, "_worker", lambda *a: os._exit(9))
+    assert _view(root, 3) == serial
+    monkeypatch.undo()
+
+    # a worker that fails: its exception is the scan's
+    def boom(*a: Any) -> None:
+        raise ValueError("walk failed in a worker")
+
+    monkeypatch.setattr(parwalk, "_walk_task", boom)
+    with pytest.raises(ValueError, match="walk failed in a worker"):
+        _view(root, 3)
+
+
+def test_scan_output_is_the_same_with_workers(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _copy("h200", tmp_path)
+    many = root / "usr/lib/many"  # a directory split over the workers
+    many.mkdir(parents=True)
+    for i in range(parwalk._SLICE + 9):
+        (many / f"libm{i}.so.1").write_bytes(b"\x7fELF")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    outs = []
+    for workers in ("1", "4"):
+        monkeypatch.setenv("GPUSBOM_HOST_WALKERS", workers)
+        out = tmp_path / f"w{workers}.json"
+        assert main(["scan", "--root", str(root), "-q", "-o", f"json={out}"]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and b'"torch"' in outs[0]
+
+
+def test_unprivileged_parallel_walk_reports_the_same(open_tmp: Path) -> None:  # noqa: F811
+    """Directories a worker cannot read are reported as the one-process walk reports them,
+    in the same order."""
+    import pwd
+    import subprocess
+    import sys
+
+    root = _copy("h200", open_tmp)
+    for d in ("opt/torch", "etc/deep", "usr/lib/many/b"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+        os.chmod(root / d, 0o700)
+    nobody = pwd.getpwnam("nobody")
+    outs = []
+    for workers in ("1", "3"):
+        out = open_tmp / f"w{workers}.json"
+        env = {"PATH": "/usr/bin:/bin", "SOURCE_DATE_EPOCH": "1767225600",
+               "GPUSBOM_HOST_WALKERS": workers,
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        cmd = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+               "--clear-groups", sys.executable, "-m", "gpusbom", "scan", "--root", str(root),
+               "-q", "-o", f"json={out}"]
+        proc = subprocess.run(cmd, check=False, cwd="/", env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert outs[0].count(b"skipped: permission denied (needs root)") >= 3
+    assert HOSTS.is_dir()
