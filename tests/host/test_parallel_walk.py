@@ -162,3 +162,42 @@ def test_unprivileged_parallel_walk_reports_the_same(open_tmp: Path) -> None:  #
     assert outs[0] == outs[1]
     assert outs[0].count(b"skipped: permission denied (needs root)") >= 3
     assert HOSTS.is_dir()
+
+
+def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What workers parse (``collectors/_premade.py``) is what the collectors would parse,
+    and the collectors use it."""
+    from gpusbom.collect import run_collectors
+    from gpusbom.collectors import dpkg, python
+    from gpusbom.model import Target
+
+    root = _tree(tmp_path / "root")
+    (root / "var/lib/dpkg/info/broken.list").write_bytes(b"/usr/x\n")
+    meta = "/usr/lib/python3/dist-packages/pkg1-1.1.dist-info/METADATA"
+    record = "/usr/lib/python3/dist-packages/pkg1-1.1.dist-info/RECORD"
+    lim = Limits()
+    classes = select_collectors(None)
+    matcher = build_matcher(classes)
+    with Spool(lim) as spool:
+        serial = host_view(str(root), matcher, spool, lim, workers=1)
+        par = host_view(str(root), matcher, spool, lim, workers=3)
+        assert serial.premade == {}
+        made = par.premade
+        assert made["py-metadata", meta] == python.parse_core_metadata(serial.read_text(meta))
+        assert made["py-record", record] == list(python.parse_record(
+            serial.read_text(record), "/usr/lib/python3/dist-packages"))
+        assert made["dpkg-status", dpkg.STATUS] == dpkg._parse_status_file(serial)
+        lst = "/var/lib/dpkg/info/zlib1g:amd64.list"
+        assert made["dpkg-list", lst] == dpkg.parse_dpkg_list(serial.read_bytes(lst))
+        assert len([k for k in made if k[0] == "py-metadata"]) == 6
+        want = run_collectors(serial, Target(kind="host", reference="host:/"), classes)
+        # the parallel view's collectors parse nothing themselves
+        for name in ("parse_core_metadata", "parse_record", "parse_dpkg_status"):
+            mod = python if hasattr(python, name) else dpkg
+            monkeypatch.setattr(mod, name, lambda *a, **k: (_ for _ in ()).throw(
+                AssertionError("parsed again")))
+        got = run_collectors(par, Target(kind="host", reference="host:/"), classes)
+    assert [c.purl for c in got[0]] == [c.purl for c in want[0]]
+    assert any(c.name == "pkg2" for c in got[0]) and any(c.name == "zlib1g" for c in got[0])
+    assert [u.reason for u in got[1]] == [u.reason for u in want[1]]

@@ -19,6 +19,7 @@ import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
 from debian import deb822
@@ -29,6 +30,7 @@ from ..fsview.view import NotCapturedError
 from ..model import Component
 from . import register
 from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
+from ._premade import premade
 from .base import VIEW_ERRORS, CollectContext, Collector
 
 if TYPE_CHECKING:
@@ -176,6 +178,15 @@ def parse_dpkg_status(
     return pkgs, problems
 
 
+def _parse_status_file(fs: FsView) -> tuple[list[DebPackage], list[str]]:
+    with fs.open(STATUS) as f:
+        return parse_dpkg_status(f)
+
+
+def _read_list(fs: FsView, path: str) -> list[str]:
+    return parse_dpkg_list(fs.read_bytes(path))
+
+
 def parse_dpkg_list(data: bytes | str) -> list[str]:
     """Paths of a ``/var/lib/dpkg/info/<pkg>.list`` file (absolute; ``/.`` and blank
     lines dropped). Paths may contain spaces: only the line break ends one."""
@@ -301,8 +312,8 @@ class DpkgCollector(Collector):
 
         if fs.exists(STATUS):
             try:
-                with fs.open(STATUS) as f:
-                    pkgs, problems = parse_dpkg_status(f)
+                pkgs, problems = premade(fs, "dpkg-status", STATUS,
+                                         lambda: _parse_status_file(fs))
             except NotCapturedError as e:
                 ctx.unknown(str(e), STATUS)
                 pkgs, problems = [], []
@@ -381,7 +392,8 @@ class DpkgCollector(Collector):
                 continue
             path = f"{INFO}/{n}"
             try:
-                ctx.claim(comp, parse_dpkg_list(ctx.fs.read_bytes(path)))
+                ctx.claim(comp, premade(ctx.fs, "dpkg-list", path,
+                                        partial(_read_list, ctx.fs, path)))
             except Exception as e:  # noqa: BLE001 - ownership is best effort, say so
                 ctx.unknown(f"cannot read dpkg file list: {e}", path)
             return

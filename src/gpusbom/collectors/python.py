@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from email.utils import getaddresses
+from functools import partial
+from typing import TYPE_CHECKING
 
 from packageurl import PackageURL
 from packaging.utils import canonicalize_name
@@ -27,7 +29,11 @@ from packaging.utils import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
+from ._premade import premade
 from .base import VIEW_ERRORS, CollectContext, Collector
+
+if TYPE_CHECKING:
+    from ..fsview.view import FsView
 
 __all__ = [
     "PyDistribution",
@@ -185,6 +191,14 @@ def parse_record(text: str, base: str) -> Iterator[str]:
             yield prefix + rel
 
 
+def _read_metadata(fs: FsView, path: str) -> PyDistribution:
+    return parse_core_metadata(fs.read_text(path))
+
+
+def _read_record(fs: FsView, path: str, base: str) -> Iterable[str]:
+    return parse_record(fs.read_text(path), base)
+
+
 def parse_installed_files(text: str, egg_info_dir: str) -> Iterator[str]:
     """Absolute paths of an egg-info ``installed-files.txt`` (one path a line,
     relative to the ``.egg-info`` directory)."""
@@ -229,7 +243,7 @@ class PythonCollector(Collector):
                 continue
             seen.add(path)
             try:
-                dist = parse_core_metadata(fs.read_text(path))
+                dist = premade(fs, "py-metadata", path, partial(_read_metadata, fs, path))
             except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read Python package metadata: {e}", path)
                 continue
@@ -275,7 +289,11 @@ class PythonCollector(Collector):
         try:
             if not fs.is_file(path):
                 return
-            ctx.claim(comp, parse(fs.read_text(path), base))
+            if parse is parse_record:  # parsed by a host walk's worker, or here
+                ctx.claim(comp, premade(fs, "py-record", path,
+                                        partial(_read_record, fs, path, base)))
+            else:
+                ctx.claim(comp, parse(fs.read_text(path), base))
             if parse is parse_record:  # its sha256 column: declared digests (_digests.py)
                 ctx.manifest(comp, "record", path, base)
         except Exception as e:  # noqa: BLE001 - ownership is best effort, say so

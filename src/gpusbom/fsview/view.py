@@ -97,6 +97,8 @@ class FsView:
         self._by_index = {ref.index: ref for ref in self.layers}
         self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
         self.file_count = 0  # entries seen while building the view, kept or not
+        #: (kind, path) -> a parse of that file made while walking (``collectors/_premade.py``)
+        self.premade: dict[tuple[str, str], Any] = {}
 
     # -- resolution ----------------------------------------------------------------------------
 

@@ -204,6 +204,9 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     workers = min(workers, len(tasks))
     if walker.analyze:  # what the workers' stream analyzers import, imported before the fork
         from ..fsview import layer  # noqa: F401
+    from ..collectors._premade import warm
+
+    warm()  # the parsers' first-use imports, before the fork
     rq, wq = os.pipe()
     try:
         os.write(wq, b"".join(_REC.pack(i) for i in range(len(tasks))))
@@ -238,7 +241,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     if lost or any(res is None for res in results):
         _serial(walker, real_root, roots, tasks)
         return
-    done: dict[int, tuple[list[Any], list[str]]] = {}
+    done: dict[int, tuple[list[Any], list[str], dict[tuple[str, str], Any]]] = {}
     for res in results:
         assert res is not None  # noqa: S101 - checked above
         _, per_task, count, spooled = res
@@ -247,11 +250,13 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
         spool.bytes += spooled
     entries = walker.entries
     unreadable = list(walker.unreadable)
+    premade = walker.premade = {}
     for i in range(len(tasks)):
-        kept, unr = done[i]
+        kept, unr, made = done[i]
         for e in kept:
             entries[e.path] = e
         unreadable.extend(unr)
+        premade.update(made)
     if len(entries) > walker.limits.max_kept_records:
         raise UnsafeArchiveError(
             f"more than {walker.limits.max_kept_records} kept records (directories, links, "
@@ -292,10 +297,12 @@ def _gather(fds: list[int]) -> list[bytes]:
 def _worker(walker: _HostWalker, real_root: str, roots: list[str],
             tasks: list[tuple[str, int, int, int, int]], rq: int, w: int, spool: _WorkerSpool) -> None:
     """A forked worker: walk the tasks it takes from the queue, send what it kept, exit."""
+    from ..collectors._premade import make
+
     code = 0
     try:
         walker.spool = spool  # type: ignore[assignment]  # the parts of Spool the walk uses
-        per_task: dict[int, tuple[list[Any], list[str]]] = {}
+        per_task: dict[int, tuple[list[Any], list[str], dict[tuple[str, str], Any]]] = {}
         count = 0
         while True:
             rec = os.read(rq, _REC.size)
@@ -306,7 +313,8 @@ def _worker(walker: _HostWalker, real_root: str, roots: list[str],
             walker.unreadable = []
             walker.count = 0
             _walk_task(walker, real_root, roots, tasks[i])
-            per_task[i] = (list(walker.entries.values()), walker.unreadable)
+            kept = list(walker.entries.values())
+            per_task[i] = (kept, walker.unreadable, make(kept))
             count += walker.count
         payload: tuple[Any, ...] = ("ok", per_task, count, spool.bytes - spool.start)
     except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there

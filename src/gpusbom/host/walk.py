@@ -48,6 +48,8 @@ class _HostWalker(_DirWalker):
     #: when a list: directories are not descended into but recorded here as (path, depth),
     #: for the parallel walk (``host/parwalk.py``) to hand to its workers
     defer: list[tuple[str, int]] | None = None
+    #: what the parallel walk's workers parsed (``collectors/_premade.py``)
+    premade: dict[tuple[str, str], Any] | None = None
 
     def _capture(self, dfd: int, name: str, path: str, max_size: int, history: bool,
                  *factories: Any) -> None:
@@ -133,6 +135,8 @@ def host_view(
     view = FsView(walker.entries, [LayerRef(index=0, diff_id=None)], limits)
     view.unreadable = walker.unreadable
     view.file_count = walker.count
+    if walker.premade:
+        view.premade = walker.premade
     return view
 
 
