@@ -206,10 +206,22 @@ _NP_MAX_WINDOW = 1 << 20
 #: torch libraries: 0xed is ~1 in 2,000 bytes of libcublasLt.so.12, ``R`` ~1 in 1,000).
 _RARE = {_FAT: 1, _HIPREG: 5, BUNDLE_MAGIC: 4, CCOB_MAGIC: 2}
 
-try:
-    import numpy as _np
-except ImportError:  # pragma: no cover - numpy comes with pyopencl (a dependency)
-    _np = None  # type: ignore[assignment]
+#: numpy, imported by the first search long enough to use it: its import costs 70-90 ms of
+#: CPU (and more wall time: OpenBLAS starts its threads), which a scan whose files are all
+#: small (most images, every host) need not pay. False: not tried yet; None: not installed.
+_np: Any = False
+
+
+def _numpy() -> Any:
+    global _np
+    if _np is False:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - numpy comes with pyopencl (a dependency)
+            _np = None
+        else:
+            _np = numpy
+    return _np
 
 
 def _np_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
@@ -221,12 +233,15 @@ def _np_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
     stops at every byte that shares a bloom slot with the needle); this at ~3 GB/s. Growing
     windows keep a near hit cheap. Same result as ``bytes.find``, always."""
     end = min(end, len(buf))
-    if _np is None or start < 0 or end - start < _NP_MIN:
+    if start < 0 or end - start < _NP_MIN:
+        return buf.find(needle, start, end)
+    np = _numpy()
+    if np is None:
         return buf.find(needle, start, end)
     size = len(needle)
     r = _RARE.get(needle, 0)
     rare = needle[r]
-    a = _np.frombuffer(buf, dtype=_np.uint8)
+    a = np.frombuffer(buf, dtype=np.uint8)
     last = end - size  # the last start a match may have
     lo = start
     step = _NP_MIN
@@ -238,13 +253,13 @@ def _np_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
                 return k
         else:
             hit = a[lo + r : hi + r] == rare
-            many = int(_np.count_nonzero(hit))
+            many = int(np.count_nonzero(hit))
             if many > (hi - lo) >> 6:  # not rare here (hostile, or odd data): no big lists
                 k = buf.find(needle, lo, hi + size - 1)
                 if k >= 0:
                     return k
             elif many:
-                cand = _np.flatnonzero(hit)
+                cand = np.flatnonzero(hit)
                 cand += lo
                 for j in range(size):
                     if j != r:
