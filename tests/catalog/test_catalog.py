@@ -51,6 +51,65 @@ def test_malformed_table_is_one_clear_error() -> None:
         catalog.load_text("- {id: x, vendor: V, stack: s, name: N}\n" * 2)
 
 
+def test_every_shipped_pattern_compiles() -> None:
+    # the shipped table's patterns compile on first use (a scan needs few of them): here all
+    for r in catalog.products():
+        for key, pats in [*r.names.items(), ("vendor_strings", r.vendor_strings)]:
+            for p in pats:
+                assert p.rx.pattern == p.pattern, (r.id, key)
+
+
+def _name_corpus(eco: str) -> list[str]:
+    """Names around every pattern of one ecosystem: its literal starts with the usual
+    package suffixes, the starts cut short, other cases, and non-ASCII look-alikes that
+    case-insensitive matching folds (U+017F long s, U+212A Kelvin sign)."""
+    import re
+
+    out = {"", "a", "lib", "nvidia", "python3", "ſ", "K", "zlib1g", "libc6", "numpy", "torch"}
+    for r in catalog.products():
+        for p in r.names.get(eco, ()):
+            for alt in re.split(r"\|", p.pattern):
+                stem = re.split(r"[\\(\[?*+{]", alt.replace("\\.", "."))[0]
+                for tail in ("", "1", "2", "12", "-12-4", "-dev", "-server", "-cu12", "-2024.2",
+                             "-open", "_x", "/x", "/x/y", "x"):
+                    out |= {stem + tail, stem[:-1] + tail, (stem + tail).upper(),
+                            "nvidia/" + stem + tail, "intel/" + stem + tail}
+                out |= {stem.replace("s", "ſ", 1), stem.replace("k", "\u212a", 1)}
+    return sorted(out)
+
+
+@pytest.mark.parametrize("eco", catalog.PACKAGE_KEYS)
+def test_by_package_skips_only_patterns_a_name_cannot_match(eco: str) -> None:
+    # by_package tests a pattern only where the name starts with one of its literal starts:
+    # the same rows as full-matching every pattern of every row
+    names = _name_corpus(eco)
+    assert len(names) > 50
+    hits = 0
+    for name in names:
+        n = catalog.normalise_name(eco, name) if name.strip() else name
+        want = tuple(r for r in catalog.products() if name.strip() and r.matches(eco, name))
+        assert catalog.by_package(eco, name) == want, (eco, name)
+        for r in catalog.products():
+            for p in r.names.get(eco, ()):
+                if p.fullmatch(n):
+                    assert p.may_match(n), (p.pattern, n)
+        hits += bool(want)
+    assert hits >= 3  # the corpus does reach the rows
+
+
+def test_literal_prefixes() -> None:
+    lp = catalog.literal_prefixes
+    assert lp("libcuda1|libcuda-\\d+") == ("libcuda1", "libcuda-")
+    assert lp("TensorRT(-dev)?") == ("tensorrt",)
+    assert lp("cuda-compat(-\\d+-\\d+)?") == ("cuda-compat",)
+    assert lp("abc?") == ("ab",) and lp("ab*x") == ("a",) and lp("ab+") == ("ab",)
+    assert lp("a[|]b|cd") == ("a", "cd") and lp("x\\|y") == ("x",)
+    assert lp("[]|]x|y") is None  # a set that starts with ]
+    for unprefixed in ("(nvidia/)?cuda", ".*nvidia", "a|", "a{0,1}b", "(?i)x", "^x", "\\dx",
+                       "a)", "(a"):
+        assert lp(unprefixed) is None, unprefixed
+
+
 @pytest.mark.parametrize(("eco", "name", "want"), [
     ("deb", "cuda-toolkit-12-4", "cuda-toolkit"),
     ("rpm", "cuda-toolkit-12-4", "cuda-toolkit"),
