@@ -307,8 +307,10 @@ class AdvisoryDB:
         # fetched by ``advisories update`` only (never in the shipped snapshot):
         self.kev: dict[str, dict[str, str]] = {}  # CISA KEV: CVE -> {"dateAdded", ...}
         self.descriptions: dict[str, str] = {}  # vulnerability id -> the vendor's text
-        ids = [a.id for a in self.advisories]
-        dup = {i for i in ids if ids.count(i) > 1}
+        seen: set[str] = set()
+        dup: set[str] = set()
+        for a in self.advisories:
+            (dup if a.id in seen else seen).add(a.id)
         if dup:
             raise AdvisoryError(f"duplicate advisory ids: {', '.join(sorted(dup))}")
         self._by_id = {a.id: a for a in self.advisories}
@@ -376,10 +378,12 @@ def bundle(
 BUNDLE_SCHEMA = "gpusbom/advisories/1"
 
 
-def load_bundle_text(text: str, *, source: str) -> AdvisoryDB:
-    """A bundle (JSON text) -> validated database; ``AdvisoryError`` when it is not one."""
+def load_bundle_text(text: str, *, source: str, trusted: bool = False) -> AdvisoryDB:
+    """A bundle (JSON text) -> validated database; ``AdvisoryError`` when it is not one.
+    ``trusted``: gpusbom's own package data, parsed without the nesting bound that input
+    from elsewhere gets (``safetext.loads_json``: 10 of the 15 ms its 0.7 MB take)."""
     try:
-        data = loads_json(text)
+        data = json.loads(text) if trusted else loads_json(text)
     except json.JSONDecodeError as exc:
         raise AdvisoryError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != BUNDLE_SCHEMA:
@@ -406,7 +410,7 @@ def load_bundle_text(text: str, *, source: str) -> AdvisoryDB:
 def load_bundled() -> AdvisoryDB:
     """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
     text = resources.files("gpusbom").joinpath("data/advisories.json").read_text(encoding="utf-8")
-    return load_bundle_text(text, source="bundled")
+    return load_bundle_text(text, source="bundled", trusted=True)
 
 
 def _parse_stamp(stamp: str) -> datetime | None:
