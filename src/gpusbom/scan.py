@@ -87,6 +87,27 @@ class Outcome:
     messages: list[str] = field(default_factory=list)
 
 
+_frozen = False
+
+
+def _freeze_loaded(req: ScanRequest) -> None:
+    """Once per process: move what the command has loaded (modules, the advisory database,
+    the catalog, the collectors: ~50,000 objects that live to its end) out of the cyclic
+    garbage collector's sight (``gc.freeze``), so that its passes over older objects walk
+    the scan's own only: 10-100 ms of CPU per scan on a 2-core VM (nvidia-wheels: 1.87 ->
+    1.78 CPU-s). Nothing of a scan is frozen, so repeated scans in one process (``--images``)
+    free theirs as before."""
+    global _frozen
+    if _frozen:
+        return
+    _frozen = True
+    import gc
+
+    if req.sbom is None:
+        select_collectors(req.collectors)  # imported now, frozen with the rest
+    gc.freeze()
+
+
 def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
         progress: ProgressSink | None = None) -> Outcome:
     """``gpusbom scan``: the advisory database, the pipeline, ``write`` (the outputs), then
@@ -109,6 +130,7 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
 
         auto_update(quiet=then.quiet)
     req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
+    _freeze_loaded(req)
     manager: Any = progress if isinstance(progress, contextlib.AbstractContextManager) \
         else contextlib.nullcontext()
     with manager:

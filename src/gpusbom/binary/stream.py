@@ -215,12 +215,20 @@ _np: Any = False
 def _numpy() -> Any:
     global _np
     if _np is False:
+        # no BLAS here: OpenBLAS's worker threads (one per core) would start with numpy and
+        # spin after its first call (55 ms of CPU in nvidia-wheels' scan on a 2-core VM)
+        unset = "OPENBLAS_NUM_THREADS" not in os.environ
+        if unset:
+            os.environ["OPENBLAS_NUM_THREADS"] = "1"
         try:
             import numpy
         except ImportError:  # pragma: no cover - numpy comes with pyopencl (a dependency)
             _np = None
         else:
             _np = numpy
+        finally:
+            if unset:  # read once, when the library loads: child processes keep the default
+                os.environ.pop("OPENBLAS_NUM_THREADS", None)
     return _np
 
 
