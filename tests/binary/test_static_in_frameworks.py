@@ -21,7 +21,7 @@ from test_classifiers import _fetch, _wheel_chunks
 
 from gpusbom.binary.getters import read_getter
 from gpusbom.catalog.classifiers import ROWS, Row
-from gpusbom.collectors._classify import _FATBIN_HEADER, ClassifierScanner, hits
+from gpusbom.collectors._classify import _FATBIN_HEADER, KEEP_IN_MEMORY, ClassifierScanner, hits
 
 SITE = "usr/local/lib/python3.11/site-packages"
 
@@ -146,7 +146,8 @@ def test_cublas_and_cublaslt_apart(tmp_path: Path) -> None:
 
 def test_sparse_capture_is_bounded_and_fails_cleanly(tmp_path: Path) -> None:
     """The 749 MB libcublasLt.so.12 through the cublaslt-getter row: only the head and the
-    section header table stay referenced; with a head that ends before the getter (at
+    section header table are kept, at most KEEP_IN_MEMORY bytes of them in memory (the rest in
+    an unnamed temporary file); with a head that ends before the getter (at
     16 MB), the decode finds nothing and says why (the holes read as the end of the file),
     never a made-up version."""
     import dataclasses
@@ -155,11 +156,15 @@ def test_sparse_capture_is_bounded_and_fails_cleanly(tmp_path: Path) -> None:
 
     def feed(r: Row) -> tuple[ClassifierScanner, dict[str, object] | None]:
         sc = ClassifierScanner((r,), r.capture)
-        kept = 0
+        kept = in_memory = 0
         for chunk in _wheel_chunks(row, 4 << 20):  # streamed: never the 749 MB whole
             sc.feed(chunk)
-            kept = max(kept, sum(len(c) for _, c in sc._chunks or ()))
+            items = sc._chunks.items if sc._chunks is not None else []
+            kept = max(kept, sum(len(c) for _, c in items))
+            in_memory = max(in_memory, sum(len(c) for _, c in items if isinstance(c, bytes)))
         assert kept <= r.head + 2 * (4 << 20)  # the head, plus the chunk of the table
+        assert r.head // 2 < kept
+        assert in_memory <= KEEP_IN_MEMORY
         return sc, sc.close()
 
     _, analysis = feed(row)

@@ -30,8 +30,10 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import io
+import os
 import posixpath
 import re
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +66,66 @@ _SHSTRTAB_SLACK = 64 << 10
 _SO_RX = re.compile(r"\.so(?:\.[0-9][0-9A-Za-z.]*)?$")
 
 
+#: bytes of one file that a symbol row keeps in memory; the rest of what it keeps goes to an
+#: unnamed temporary file (libcublasLt's 64 MiB head, libnccl's 32 MiB: held while the rest
+#: of the library streams, they were most of a layer worker's memory)
+KEEP_IN_MEMORY = 4 << 20
+
+
+class _Spilled:
+    """A kept chunk that lies in the scanner's temporary file (read back on demand)."""
+
+    __slots__ = ("_fd", "_len", "_off")
+
+    def __init__(self, fd: int, off: int, n: int) -> None:
+        self._fd, self._off, self._len = fd, off, n
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, s: slice) -> bytes:
+        start, stop, _ = s.indices(self._len)
+        return os.pread(self._fd, max(0, stop - start), self._off + start)
+
+    def data(self) -> bytes:
+        return self[0 : self._len]
+
+
+class _Kept:
+    """The chunks a scanner keeps of one file, at their file offsets: referenced while they
+    add up to :data:`KEEP_IN_MEMORY`, then written to an unnamed temporary file (removed
+    when closed, or by the system if the process dies)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, bytes | _Spilled]] = []
+        self._mem = 0
+        self._file: Any = None
+        self._end = 0
+
+    def append(self, start: int, chunk: bytes) -> None:
+        if self._mem + len(chunk) <= KEEP_IN_MEMORY:
+            self.items.append((start, chunk))
+            self._mem += len(chunk)
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - see close()
+        self._file.write(chunk)
+        self.items.append((start, _Spilled(self._file.fileno(), self._end, len(chunk))))
+        self._end += len(chunk)
+
+    def keep_before(self, head: int) -> None:
+        """Drop the chunks from ``head`` on (their bytes stay in the file unread)."""
+        kept = [(s, c) for s, c in self.items if s < head]
+        self._mem = sum(len(c) for _, c in kept if isinstance(c, bytes))
+        self.items = kept
+
+    def close(self) -> None:
+        self.items = []
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 class _Chunks(io.RawIOBase):
     """A seekable read-only view of byte chunks at known file offsets (no copy of the data).
 
@@ -71,7 +133,7 @@ class _Chunks(io.RawIOBase):
     header table only): a read stops at a hole, as it would at the end of a truncated file,
     so whatever needs those bytes fails cleanly instead of reading made-up ones."""
 
-    def __init__(self, chunks: list[tuple[int, bytes]], size: int | None = None) -> None:
+    def __init__(self, chunks: list[tuple[int, bytes | _Spilled]], size: int | None = None) -> None:
         self._chunks = [c for _, c in chunks]
         self._starts = [s for s, _ in chunks]
         end = self._starts[-1] + len(self._chunks[-1]) if chunks else 0
@@ -132,7 +194,7 @@ class ClassifierScanner:
         self.done = False
         self._elf: bool | None = None
         self._etype = 0
-        self._chunks: list[tuple[int, bytes]] | None = [] if self.symbols and capture else None
+        self._chunks: _Kept | None = _Kept() if self.symbols and capture else None
         self._kept = 0
         #: sparse capture of larger files (rows with ``head``): the first ``head`` bytes and
         #: the section header table (with the bytes just before it: ``.shstrtab``)
@@ -164,21 +226,22 @@ class ClassifierScanner:
         start = self._seen
         self._seen += len(chunk)
         if self.limit is not None and self._seen > self.limit:
-            self._chunks, self._found, self.done = None, {}, True
+            self._drop()
+            self._found, self.done = {}, True
             return
         if self._chunks is not None:
             if not self._sparse and self._kept + len(chunk) <= self.capture:
-                self._chunks.append((start, chunk))
+                self._chunks.append(start, chunk)
                 self._kept += len(chunk)
             elif self.head and self._shwin[1] > self._shwin[0]:
                 if not self._sparse:  # past the capture: keep the head only from now on
                     self._sparse = True
-                    self._chunks = [(s, c) for s, c in self._chunks if s < self.head]
+                    self._chunks.keep_before(self.head)
                 lo, hi = self._shwin
                 if start < self.head or (start + len(chunk) > lo and start < hi):
-                    self._chunks.append((start, chunk))
+                    self._chunks.append(start, chunk)
             else:
-                self._chunks = None
+                self._drop()
         if self.rodata:
             buf = self._tail + chunk if self._tail else chunk
             fb = -1
@@ -219,14 +282,24 @@ class ClassifierScanner:
         rodata = {k: v for k, v in self._found.items() if v}
         if rodata:
             out["rodata"] = rodata
-        chunks, self._chunks = self._chunks, None
-        if chunks:
-            getters = self._getters(chunks, self._seen)
-            if getters:
-                out["getters"] = getters
+        kept, self._chunks = self._chunks, None
+        if kept is not None:
+            try:
+                if kept.items:
+                    getters = self._getters(kept.items, self._seen)
+                    if getters:
+                        out["getters"] = getters
+            finally:
+                kept.close()
         return {self.key: out} if len(out) > 1 else None
 
-    def _getters(self, chunks: list[tuple[int, bytes]], size: int) -> dict[str, Any]:
+    def _drop(self) -> None:
+        """Keep nothing more of this file (and free what was kept)."""
+        if self._chunks is not None:
+            self._chunks.close()
+            self._chunks = None
+
+    def _getters(self, chunks: list[tuple[int, bytes | _Spilled]], size: int) -> dict[str, Any]:
         from ..binary.getters import read_getter
 
         out: dict[str, Any] = {}
@@ -256,9 +329,10 @@ class ClassifierScanner:
         return out
 
 
-def _contains(chunks: list[bytes], needle: bytes) -> bool:
+def _contains(chunks: list[bytes | _Spilled], needle: bytes) -> bool:
     prev = b""
-    for c in chunks:
+    for piece in chunks:
+        c = piece if isinstance(piece, bytes) else piece.data()
         if needle in prev[-len(needle) :] + c[: len(needle)] or needle in c:
             return True
         prev = c
