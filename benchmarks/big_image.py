@@ -316,18 +316,21 @@ def floors(blobs: list[str], cpus: int) -> None:
 # ------------------------------------------------------------------------------ gpusbom runs
 
 
-def _kind(p: int) -> str:
+def _kind(p: int, root: int | None = None) -> str:
+    """rapidgzip (a parallel inflate child), parent (the scan's own process) or worker."""
     try:
         with open(f"/proc/{p}/cmdline", "rb") as f:
             cmd = f.read()
     except OSError:
         return "?"
-    return "rapidgzip" if b"rapidgzip" in cmd else "gpusbom"
+    if b"rapidgzip" in cmd:
+        return "rapidgzip"
+    return "parent" if p == root else "worker"
 
 
-def _tree_mem(pid: int, per: list[tuple[str, int, int]] | None = None) -> tuple[int, int]:
+def _tree_mem(pid: int, per: list[tuple[str, int, int, int]] | None = None) -> tuple[int, int]:
     """(PSS sum or -1, RSS sum) of ``pid`` and its descendants, in bytes; ``per`` gets
-    (kind, PSS, RSS) of each process."""
+    (kind, PSS MiB, RSS MiB, process id) of each process."""
     pss_total, rss_total, todo, have_pss = 0, 0, [pid], True
     while todo:
         p = todo.pop()
@@ -344,7 +347,7 @@ def _tree_mem(pid: int, per: list[tuple[str, int, int]] | None = None) -> tuple[
                 except (OSError, StopIteration):
                     have_pss = False
             if per is not None:
-                per.append((_kind(p), pss >> 20, rss >> 20))
+                per.append((_kind(p, pid), pss >> 20, rss >> 20, p))
             for tid in os.listdir(f"/proc/{p}/task"):
                 try:
                     with open(f"/proc/{p}/task/{tid}/children") as f:
@@ -409,7 +412,8 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
         preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,  # noqa: PLW1509
     )
     peak_pss = peak_rss = peak_rss2 = 0
-    at_peak: list[tuple[str, int, int]] = []
+    at_peak: list[tuple[str, int, int, int]] = []
+    peak_of: dict[int, tuple[str, int]] = {}  # each process's own peak PSS (MiB)
     stop = threading.Event()
     busy: list[float] = []  # busy cores (all processes of the machine) per 0.25 s
 
@@ -425,8 +429,11 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
                     ncpu = os.cpu_count() or 1
                     busy.append(round(ncpu * (cur[0] - last[0]) / (cur[1] - last[1]), 1))
                 last, last_t = cur, now_t
-            per: list[tuple[str, int, int]] = []
+            per: list[tuple[str, int, int, int]] = []
             pss, rss = _tree_mem(proc.pid, per)
+            for kind, p_pss, _, p in per:
+                if p_pss > peak_of.get(p, ("", -1))[1]:
+                    peak_of[p] = (kind, p_pss)
             if pss > peak_pss:
                 at_peak = per
             peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
@@ -446,8 +453,10 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
         "peak_tree_pss_mib": round(peak_pss / 2**20) if peak_pss > 0 else None,
         "peak_tree_rss_mib": round(max(peak_rss, peak_rss2) / 2**20),
         "rc": proc.returncode,
-        # (kind, PSS MiB, RSS MiB) of each process when the tree's PSS peaked
+        # (kind, PSS MiB, RSS MiB, pid) of each process when the tree's PSS peaked
         "at_peak": sorted(at_peak, key=lambda x: -x[1]),
+        # (kind, its own peak PSS MiB, pid) of each process, whenever it peaked
+        "process_peaks": sorted(((k, m, p) for p, (k, m) in peak_of.items()), key=lambda x: -x[1]),
         "busy_cores_per_quarter_s": busy,
     }
     if proc.returncode not in (0, 1) or (env or {}).get("GPUSBOM_DEBUG_INFLATE"):

@@ -6,14 +6,29 @@ is given several inflate threads (``fsview.decompress``, rapidgzip), in proporti
 share of the image's bytes, so that the largest layer no longer bounds the scan.
 
 Everything is sized to fit ``max_memory`` (``gpusbom scan --max-memory``, 1 GiB by default,
-for the whole process tree). The per-part figures below are peak PSS measured with
-``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host, gVisor): the parent
-about 280 MiB while the layer results come in; a layer worker process about 100 MiB (its
-allocator arenas keep up to 32 MiB each, see ``gpusbom._alloc``, plus 1-4 MiB queues); a
-rapidgzip child (``fsview.decompress``) 40 MiB plus 30-37 MiB per thread (101-180 MiB with
-4 threads, 292-331 MiB with 8). When they do not fit, workers are given up first down to
-four, then inflate threads down to two per layer, then workers down to two, then parallel
-inflate.
+the peak PSS of the whole process tree). The tree peaks either while the layers are read
+(the parent, its layer workers and their rapidgzip children) or after them (the parent
+alone, merging the layers and running the collectors); :meth:`LayerSchedule.memory_mib`
+takes the larger of the two. The per-part figures are peak PSS, measured with
+``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host, gVisor; each process's own
+peak, ``process_peaks``) and on a 5-layer image with a 1.35 GB gzip layer of GPU libraries
+on the 2-core development VM (``GPUSBOM_CPUS=8``, ``tests/sources/test_memory_cap.py``):
+
+* the parent: 280 MiB once the layers are in (:data:`MAIN_MIB`); while they are read it
+  shares most of its pages with the workers forked from it (:data:`MAIN_LAYERS_MIB`);
+* a layer worker that inflates its layer itself: 61-85 MiB (:data:`WORKER_MIB`); the
+  worker of a layer inflated in parallel holds more in flight (the child's pipe, the
+  analysis thread's queue, the hashing backlog; :data:`PARALLEL_WORKER_MIB`): 94-100 MiB on
+  the VM. A symbol row's kept head of a large library (libcublasLt's 64 MiB) goes to a
+  temporary file (``collectors._classify``); before that such a worker measured 150-161 MiB
+  on the VM and 206-211 MiB on the H200 host;
+* a rapidgzip child with 2 MiB chunks (``fsview.decompress.PARALLEL_CHUNK_KIB``): about
+  60 MiB plus 36 MiB per thread when its prefetch cache is full (a slow reader): 130 / 195 /
+  333 MB peak RSS with 2 / 4 / 8 threads on its own, 185-210 MiB PSS with 4 threads in a
+  scan on the VM (with 4 MiB chunks: 286-339 MiB, 144-232 MiB on the H200 host).
+
+When they do not fit, workers are given up first down to four, then inflate threads down
+to two per layer, then workers down to two, then parallel inflate.
 """
 
 from __future__ import annotations
@@ -24,9 +39,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAIN_MIB = 280
+MAIN_LAYERS_MIB = 100
 WORKER_MIB = 100
-PARALLEL_BASE_MIB = 40
-PARALLEL_THREAD_MIB = 30
+PARALLEL_WORKER_MIB = 130
+PARALLEL_BASE_MIB = 60
+PARALLEL_THREAD_MIB = 36
 DEFAULT_MAX_MEMORY = 1 << 30
 # rapidgzip on the 4.57 GB layer of a 16-core host: 8 threads 2.39 s, 16 threads 2.34 s
 # (two such layers side by side with 8 each: 2.54 s); more threads add memory, not speed
@@ -34,7 +51,12 @@ PARALLEL_MAX_THREADS = 8
 
 
 def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    """CPUs this process may run on (its affinity mask, not the machine's count);
+    ``GPUSBOM_CPUS`` plans as if there were that many (tests of the many-core schedule on
+    a small machine)."""
+    env = os.environ.get("GPUSBOM_CPUS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
@@ -47,14 +69,16 @@ class LayerSchedule:
     threads: list[int]  # inflate threads per plan position (1: sequential)
 
     def memory_mib(self) -> int:
-        """Estimated peak: the layers that start together are the largest ones."""
+        """Estimated peak PSS of the tree: the larger of the layer phase (the layers that
+        start together are the largest ones) and the parent after it."""
         running = self.order[: max(self.processes, 1)]
-        par = sum(
-            PARALLEL_BASE_MIB + PARALLEL_THREAD_MIB * self.threads[i]
-            for i in running
+        layers = MAIN_LAYERS_MIB + sum(
+            PARALLEL_WORKER_MIB + PARALLEL_BASE_MIB + PARALLEL_THREAD_MIB * self.threads[i]
             if self.threads[i] > 1
+            else WORKER_MIB
+            for i in running
         )
-        return MAIN_MIB + WORKER_MIB * max(self.processes, 1) + par
+        return max(MAIN_MIB, layers)
 
 
 def schedule_layers(

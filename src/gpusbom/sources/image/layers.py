@@ -97,8 +97,7 @@ def layer_processes(store: BlobStore, total: int) -> int:
     env = os.environ.get("GPUSBOM_LAYER_PROCESSES", "")
     if env.isdigit():
         return min(int(env), total)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpus = cpus or 1
+    cpus = usable_cpus()
     # as many as the memory cap allows (sources.schedule fits them): half the cores
     return min(total, max(3, cpus // 2)) if cpus >= 4 else 0
 
