@@ -222,12 +222,15 @@ def parallel_gzip_available() -> bool:
 # 13 GB image took 5.1-5.8 s in a scan against 3.3 s alone)
 _INFLATER_CODE = "import sys, rapidgzip; sys.argv[0] = 'rapidgzip'; sys.exit(rapidgzip.cli())"
 _PIPE_READ = 4 << 20
-#: rapidgzip's chunk (KiB of compressed input per decoder task). Its memory grows with chunk
-#: x threads (decoded chunks wait in its prefetch cache, twice the size while their window is
-#: unknown). Measured on a 1.35 GB layer of GPU libraries (development VM, peak RSS of the
-#: command line, -P 2 / 4 / 8): 4 MiB (its default) 174 / 283 / 459 MB, 2 MiB 130 / 195 /
-#: 333 MB, for about 15% more CPU; ``GPUSBOM_RAPIDGZIP_CHUNK_KIB`` overrides.
-PARALLEL_CHUNK_KIB = 2048
+#: rapidgzip's chunk (KiB of compressed input per decoder task; 4 MiB is its default). Its
+#: memory grows with chunk x threads (decoded chunks wait in its prefetch cache): its
+#: command line alone on a 1.35 GB layer of GPU
+#: libraries (development VM, peak RSS, -P 2 / 4 / 8) took 174 / 283 / 459 MB with 4 MiB
+#: chunks and 130 / 195 / 333 MB with 2 MiB, but 2 MiB cost 15% more CPU, and on a 16-core
+#: H200 host the two large layers of a 13 GB image ended 7.5-7.8 s after the start instead
+#: of 6.2-7.0 s (the scan 8.9 s instead of 7.6-8.1 s); ``GPUSBOM_RAPIDGZIP_CHUNK_KIB``
+#: overrides.
+PARALLEL_CHUNK_KIB = 4096
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); Python 3.10 names it, older ones do not
 
 

@@ -9,23 +9,28 @@ Everything is sized to fit ``max_memory`` (``gpusbom scan --max-memory``, 1 GiB 
 the peak PSS of the whole process tree). The tree peaks either while the layers are read
 (the parent, its layer workers and their rapidgzip children) or after them (the parent
 alone, merging the layers and running the collectors); :meth:`LayerSchedule.memory_mib`
-takes the larger of the two. The per-part figures are peak PSS, measured with
-``benchmarks/big_image.py`` (a 13 GB image on a 16-core H200 host, gVisor; each process's own
-peak, ``process_peaks``) and on a 5-layer image with a 1.35 GB gzip layer of GPU libraries
-on the 2-core development VM (``GPUSBOM_CPUS=8``, ``tests/sources/test_memory_cap.py``):
+takes the larger of the two. The figures are PSS measured with ``benchmarks/big_image.py``
+on a 13 GB image on a 16-core H200 host (gVisor; 4 workers, two layers on 4 inflate threads
+each; ``at_peak``: each process when the tree peaked at 899 and 902 MiB, ``process_peaks``:
+each one's own peak) and on the development VM (``GPUSBOM_CPUS=8``; a 5-layer image with a
+1.35 GB gzip layer of GPU libraries, and ``tests/sources/test_memory_cap.py``). The parts do
+not peak together (the sum of each process's own peak was 1,017 MiB when the tree peaked at
+899), so the figures are the parts at the tree's peak, and their sum for that schedule
+(1,000 MiB) bounds the tree's measured peak:
 
-* the parent: 280 MiB once the layers are in (:data:`MAIN_MIB`); while they are read it
-  shares most of its pages with the workers forked from it (:data:`MAIN_LAYERS_MIB`);
-* a layer worker that inflates its layer itself: 61-85 MiB (:data:`WORKER_MIB`); the
-  worker of a layer inflated in parallel holds more in flight (the child's pipe, the
-  analysis thread's queue, the hashing backlog; :data:`PARALLEL_WORKER_MIB`): 94-100 MiB on
-  the VM. A symbol row's kept head of a large library (libcublasLt's 64 MiB) goes to a
-  temporary file (``collectors._classify``); before that such a worker measured 150-161 MiB
-  on the VM and 206-211 MiB on the H200 host;
-* a rapidgzip child with 2 MiB chunks (``fsview.decompress.PARALLEL_CHUNK_KIB``): about
-  60 MiB plus 36 MiB per thread when its prefetch cache is full (a slow reader): 130 / 195 /
-  333 MB peak RSS with 2 / 4 / 8 threads on its own, 185-210 MiB PSS with 4 threads in a
-  scan on the VM (with 4 MiB chunks: 286-339 MiB, 144-232 MiB on the H200 host).
+* the parent: 32-34 MiB at the tree's peak (:data:`MAIN_LAYERS_MIB`; it shares most of its
+  pages with the workers forked from it; its own peak 76 MiB), 280 MiB counted once the
+  layers are in (:data:`MAIN_MIB`, an earlier measurement of the merge and collectors);
+* a layer worker that inflates its layer itself (:data:`WORKER_MIB`): the two such
+  workers 91 + 107 and 99 + 126 MiB; the worker of a layer inflated in parallel holds more
+  in flight (the child's pipe, the analysis thread's queue, the hashing backlog;
+  :data:`PARALLEL_WORKER_MIB`): 146 + 125 and 138 + 136 MiB.
+  Before a symbol row's kept head of a large library (libcublasLt's 64 MiB) went to a
+  temporary file (``collectors._classify``), such a worker measured 206-211 MiB there;
+* a rapidgzip child (4 MiB chunks, ``fsview.decompress.PARALLEL_CHUNK_KIB``) with 4
+  threads: 156-235 MiB (own peaks 200-250); on its own on the VM, 174 / 283 / 459 MB peak
+  RSS with 2 / 4 / 8 threads: :data:`PARALLEL_BASE_MIB` plus :data:`PARALLEL_THREAD_MIB`
+  per thread.
 
 When they do not fit, workers are given up first down to four, then inflate threads down
 to two per layer, then workers down to two, then parallel inflate.
@@ -39,11 +44,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAIN_MIB = 280
-MAIN_LAYERS_MIB = 100
+MAIN_LAYERS_MIB = 40
 WORKER_MIB = 100
-PARALLEL_WORKER_MIB = 130
-PARALLEL_BASE_MIB = 60
-PARALLEL_THREAD_MIB = 36
+PARALLEL_WORKER_MIB = 140
+PARALLEL_BASE_MIB = 40
+PARALLEL_THREAD_MIB = 50
 DEFAULT_MAX_MEMORY = 1 << 30
 # rapidgzip on the 4.57 GB layer of a 16-core host: 8 threads 2.39 s, 16 threads 2.34 s
 # (two such layers side by side with 8 each: 2.54 s); more threads add memory, not speed
