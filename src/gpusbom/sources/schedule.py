@@ -10,25 +10,25 @@ the peak PSS of the whole process tree). The tree peaks either while the layers 
 (the parent, its layer workers and their rapidgzip children) or after them (the parent
 alone, merging the layers and running the collectors); :meth:`LayerSchedule.memory_mib`
 takes the larger of the two. The figures are PSS measured with ``benchmarks/big_image.py``
-on a 13 GB image on a 16-core H200 host (gVisor; 4 workers, two layers on 4 inflate threads
-each; ``at_peak``: each process when the tree peaked at 899 and 902 MiB, ``process_peaks``:
-each one's own peak) and on the development VM (``GPUSBOM_CPUS=8``; a 5-layer image with a
-1.35 GB gzip layer of GPU libraries, and ``tests/sources/test_memory_cap.py``). The parts do
-not peak together (the sum of each process's own peak was 1,017 MiB when the tree peaked at
-899), so the figures are the parts at the tree's peak, and their sum for that schedule
-(1,000 MiB) bounds the tree's measured peak:
+on a 13 GB image on 16-core H200 hosts (gVisor; 4 workers, two layers on 4 inflate threads
+each; seven runs, the tree's peak 845-902 MiB; ``at_peak``: each process when the tree
+peaked, ``process_peaks``: each one's own peak) and on the development VM
+(``GPUSBOM_CPUS=8``; a 5-layer image with a 1.35 GB gzip layer of GPU libraries, and
+``tests/sources/test_memory_cap.py``). The parts do not peak together (the sum of each
+process's own peak was 1,017 MiB when the tree peaked at 899), so the figures are the parts
+at the tree's peak, and their sum for that schedule (1,000 MiB) bounds the tree's peak:
 
-* the parent: 32-34 MiB at the tree's peak (:data:`MAIN_LAYERS_MIB`; it shares most of its
+* the parent: 31-34 MiB at the tree's peak (:data:`MAIN_LAYERS_MIB`; it shares most of its
   pages with the workers forked from it; its own peak 76 MiB), 280 MiB counted once the
   layers are in (:data:`MAIN_MIB`, an earlier measurement of the merge and collectors);
-* a layer worker that inflates its layer itself (:data:`WORKER_MIB`): the two such
-  workers 91 + 107 and 99 + 126 MiB; the worker of a layer inflated in parallel holds more
+* a layer worker that inflates its layer itself (:data:`WORKER_MIB`): 91-126 MiB, the two
+  such workers 198-225 MiB together; the worker of a layer inflated in parallel holds more
   in flight (the child's pipe, the analysis thread's queue, the hashing backlog;
-  :data:`PARALLEL_WORKER_MIB`): 146 + 125 and 138 + 136 MiB.
-  Before a symbol row's kept head of a large library (libcublasLt's 64 MiB) went to a
-  temporary file (``collectors._classify``), such a worker measured 206-211 MiB there;
+  :data:`PARALLEL_WORKER_MIB`): 108-146 MiB, 234-274 MiB together. Before a symbol row's
+  kept head of a large library (libcublasLt's 64 MiB) went to a temporary file
+  (``collectors._classify``), such a worker measured 206-211 MiB there;
 * a rapidgzip child (4 MiB chunks, ``fsview.decompress.PARALLEL_CHUNK_KIB``) with 4
-  threads: 156-235 MiB (own peaks 200-250); on its own on the VM, 174 / 283 / 459 MB peak
+  threads: 147-235 MiB (own peaks 198-251); on its own on the VM, 174 / 283 / 459 MB peak
   RSS with 2 / 4 / 8 threads: :data:`PARALLEL_BASE_MIB` plus :data:`PARALLEL_THREAD_MIB`
   per thread.
 
