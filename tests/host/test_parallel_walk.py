@@ -78,7 +78,7 @@ def test_parallel_walk_is_the_serial_walk(tmp_path: Path) -> None:
 
 
 def test_plan_splits_large_directories(tmp_path: Path) -> None:
-    from gpusbom.host.walk import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
+    from gpusbom.host.walker import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
 
     root = _tree(tmp_path / "root")
     lim = Limits()

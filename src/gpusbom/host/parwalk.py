@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UnsafeArchiveError
 
 if TYPE_CHECKING:
-    from .walk import _HostWalker
+    from .walker import _HostWalker
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _REC = struct.Struct("<I")  # one task index per queue record (reads of 4 bytes are whole)
@@ -110,7 +110,7 @@ def _subdirs(walker: _HostWalker, real_root: str, root: str, path: str,
              depth: int) -> tuple[int, list[str]] | None:
     """How many entries directory ``path`` holds, and the subdirectories the walk descends
     into (the tests of ``_DirWalker._walk_fd`` and ``_HostWalker._walk_fd``)."""
-    from .walk import SKIP_NAMES, SKIP_PATHS
+    from .walker import SKIP_NAMES, SKIP_PATHS
 
     try:
         fd = _open_task(real_root, root, path)
@@ -204,7 +204,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     workers = min(workers, len(tasks))
     if walker.analyze:  # what the workers' stream analyzers import, imported before the fork
         from ..fsview import layer  # noqa: F401
-    from ..collectors._premade import warm
+    from .premake import warm
 
     warm()  # the parsers' first-use imports, before the fork
     rq, wq = os.pipe()
@@ -297,7 +297,7 @@ def _gather(fds: list[int]) -> list[bytes]:
 def _worker(walker: _HostWalker, real_root: str, roots: list[str],
             tasks: list[tuple[str, int, int, int, int]], rq: int, w: int, spool: _WorkerSpool) -> None:
     """A forked worker: walk the tasks it takes from the queue, send what it kept, exit."""
-    from ..collectors._premade import make
+    from .premake import make
 
     code = 0
     try:

@@ -1,0 +1,62 @@
+"""What the host walk's workers parse of the files they captured, for the collectors
+(``collectors/_premade.py`` says why; the parsers are the collectors' own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..fsview.types import Entry
+
+STATUS = "/var/lib/dpkg/status"
+_INFO = "/var/lib/dpkg/info/"
+
+
+def _record_base(path: str) -> str:
+    meta_dir = path.rsplit("/", 1)[0]
+    return meta_dir.rsplit("/", 1)[0] or "/"
+
+
+def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
+    """What the collectors will ask for, parsed from the captured files in ``entries``."""
+    from ..collectors.dpkg import parse_dpkg_list, parse_dpkg_status
+    from ..collectors.python import parse_core_metadata, parse_record
+
+    out: dict[tuple[str, str], Any] = {}
+    for e in entries:
+        c = e.content
+        if c is None:
+            continue
+        p = e.path
+        try:
+            if p.endswith(".dist-info/METADATA"):
+                out["py-metadata", p] = parse_core_metadata(
+                    c.read().decode("utf-8", errors="replace"))
+            elif p.endswith(".dist-info/RECORD"):
+                out["py-record", p] = list(parse_record(
+                    c.read().decode("utf-8", errors="replace"), _record_base(p)))
+            elif p.startswith(_INFO) and p.endswith(".list"):
+                out["dpkg-list", p] = parse_dpkg_list(c.read())
+            elif p == STATUS:
+                with c.open() as f:
+                    out["dpkg-status", p] = parse_dpkg_status(f)
+        except Exception:  # noqa: BLE001, S112 - parsed again by the collector, which reports it
+            continue
+    return out
+
+
+def warm() -> None:
+    """Run each parser once on a small input, before the workers fork: what they import on
+    first use is then imported once, not in every worker."""
+    make(())
+    from ..fsview.types import ContentRef, Entry, EntryKind
+
+    samples = {
+        "/w/x-1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: x\nVersion: 1\n"
+                                     b"Requires-Dist: y>=1\nAuthor-email: A <a@b.c>\n",
+        "/w/x-1.dist-info/RECORD": b"x/__init__.py,,\n",
+        _INFO + "x.list": b"/.\n/usr\n",
+        STATUS: b"Package: x\nStatus: install ok installed\nVersion: 1\n\n",
+    }
+    make([Entry(p, EntryKind.FILE, content=ContentRef(data=b)) for p, b in samples.items()])
