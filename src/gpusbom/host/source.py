@@ -57,6 +57,26 @@ def _load_nvml(root: HostRoot, use_nvml: bool) -> tuple[dict[str, Any] | None, s
     return nvml.query()
 
 
+#: what the stages after the walk import (collect, fuse, analyse, write JSON)
+_LATER = ("gpusbom.collectors._digests", "gpusbom.fusion", "gpusbom.identity", "gpusbom.stack",
+          "gpusbom.clock", "gpusbom.compat", "gpusbom.analyses", "gpusbom.advisories.matcher",
+          "gpusbom.writers._jsonfast")
+
+
+def _import_later_stages() -> None:
+    """Import the modules of the stages after the walk and of the outputs asked for (the
+    CycloneDX writer's library: 0.15 s), while the walk's workers run."""
+    import importlib
+
+    from ..writers import asked_modules
+
+    for name in (*_LATER, *asked_modules()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - imported again where it is used, and fails there
+            continue
+
+
 def host_target(root: HostRoot) -> Target:
     info: dict[str, Any] = {}
     meta = root.snapshot_file("host.json")
@@ -99,11 +119,22 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
             nvml_err.append(exc)
 
     nvml_thread = threading.Thread(target=load, name="gpusbom-nvml", daemon=True)
-    # started once the walk's workers are forked: a fork copies only the forking thread,
-    # and a worker must not inherit a lock (the import lock) that NVML's thread holds
+    workers = default_workers()
+    threads = [nvml_thread]
+    if workers > 1:  # this process waits while the workers walk: import what comes after
+        threads.append(threading.Thread(target=_import_later_stages, name="gpusbom-imports",
+                                        daemon=True))
+
+    def started() -> None:
+        # once the walk's workers are forked: a fork copies only the forking thread, and a
+        # worker must not inherit a lock (the import lock) that another thread holds
+        for t in threads:
+            t.start()
+
     fs = host_view(root, matcher, spool, limits, extra=paths, analyze_binaries=analyze_binaries,
-                   workers=default_workers(), started=nvml_thread.start)
-    nvml_thread.join()
+                   workers=workers, started=started)
+    for t in threads:  # no import runs in two threads at once past this point
+        t.join()
     if nvml_err:  # a damaged snapshot nvml.json: the scan's error, as before
         raise nvml_err[0]
     nvml_data, nvml_why = nvml_out[0]

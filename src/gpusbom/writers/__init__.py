@@ -22,11 +22,13 @@ from typing import TypeVar
 
 from .base import Rows, Writer, WriterOptions
 
-__all__ = ["Rows", "Writer", "WriterOptions", "all_writers", "get_writer", "has_writer", "register"]
+__all__ = ["Rows", "Writer", "WriterOptions", "all_writers", "asked_modules", "get_writer",
+           "has_writer", "register"]
 
 _REGISTRY: dict[tuple[str, str], type[Writer]] = {}
 _loaded = False
 _imported: set[str] = set()
+_asked: list[type[Writer]] = []
 W = TypeVar("W", bound=type[Writer])
 
 
@@ -81,7 +83,16 @@ def all_writers(subject: str = "scan") -> dict[str, type[Writer]]:
 
 
 def has_writer(fmt: str, subject: str = "scan") -> bool:
-    return _find(fmt, subject) is not None
+    cls = _find(fmt, subject)
+    if cls is not None:
+        _asked.append(cls)
+    return cls is not None
+
+
+def asked_modules() -> list[str]:
+    """The modules the writers asked for so far will import when they write (the command
+    line's outputs are checked with ``has_writer`` before the scan)."""
+    return list(dict.fromkeys(m for cls in _asked for m in cls.imports))
 
 
 def get_writer(fmt: str, subject: str = "scan") -> Writer:

@@ -38,6 +38,9 @@ class Writer(ABC):
     description: ClassVar[str] = ""
     #: True when the output is meant for a terminal (the default output)
     for_humans: ClassVar[bool] = False
+    #: modules ``write`` imports on first use; a scan that has cores to spare imports them
+    #: while it waits (``writers.asked_modules``)
+    imports: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def write(self, result: Any, out: TextIO, options: WriterOptions) -> None:
