@@ -8,6 +8,8 @@ ubuntu2204/x86_64/), Intel's oneAPI APT repository ``intel-oneapi-mkl-2024.0``
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpusbom import catalog
@@ -202,3 +204,33 @@ def test_pypi_tritonserver_server_version() -> None:
     assert (f.advisory.status, f.advisory.fixed_version) == ("affected", "25.07")
     assert "server 2.58.0 is NGC release 25.05" in f.advisory.reason
     assert "CVE-2025-23310" not in _verdicts(_pkg("pypi", "tritonserver", "2.59.1"))
+
+
+def test_tables_are_parsed_once_per_content(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # the package's YAML tables are kept parsed in the user cache, named by their content
+    from importlib import resources
+
+    from gpusbom.catalog import _tables, _yaml
+
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
+    text = resources.files("gpusbom.catalog").joinpath("products.yaml").read_text("utf-8")
+    calls: list[str] = []
+
+    def parse(t: str) -> object:
+        calls.append(t)
+        return _yaml(t)
+
+    first = _tables.cached_parse(text, parse)
+    assert first == _yaml(text) and len(calls) == 1
+    (cached,) = (tmp_path / "tables").iterdir()
+    assert cached.stat().st_mode & 0o777 == 0o600
+    assert _tables.cached_parse(text, parse) == first and len(calls) == 1  # from the cache
+    # another text is another entry; a damaged entry is parsed again (and rewritten)
+    assert _tables.cached_parse(text + "\n# edited\n", parse) == first and len(calls) == 2
+    cached.write_bytes(b"not a pickle")
+    assert _tables.cached_parse(text, parse) == first and len(calls) == 3
+    assert _tables.cached_parse(text, parse) == first and len(calls) == 3
+    # a cache that cannot be written: parsed every time, same data
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", "/proc/gpusbom-no-such-dir")
+    assert _tables.cached_parse(text, parse) == first and len(calls) == 4

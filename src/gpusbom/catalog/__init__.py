@@ -71,7 +71,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
 from packaging.utils import canonicalize_name
 
 from ..errors import ConfigError, GpusbomError
@@ -231,13 +230,21 @@ def _row(row: Any, n: int, eager: bool = True) -> Product:
     )
 
 
-def _yaml(text: str) -> Any:
+def _yaml(text: str, cache: bool = False) -> Any:
+    """YAML text parsed by libyaml's safe loader (PyYAML's pure-Python one without it);
+    ``cache``: gpusbom's own table, parsed once per content (``_tables``)."""
+    if cache:
+        from ._tables import cached_parse
+
+        return cached_parse(text, _yaml)
+    import yaml
+
     safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=safe)  # noqa: S506 - a safe loader (libyaml's when present)
 
 
 def _rows(text: str, eager: bool = True) -> list[Product]:
-    data = _yaml(text)
+    data = _yaml(text, cache=not eager)
     if not isinstance(data, list):
         raise CatalogError("catalog: top level must be a list of rows")
     return [_row(r, i, eager) for i, r in enumerate(data, 1)]
@@ -262,6 +269,12 @@ def _check(rows: tuple[Product, ...]) -> tuple[Product, ...]:
     return rows
 
 
+def _yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
+
+
 def _extra_rows() -> list[Product]:
     out: list[Product] = []
     for name in (os.environ.get(ENV_EXTRA) or "").split(os.pathsep):
@@ -273,7 +286,7 @@ def _extra_rows() -> list[Product]:
             out.extend(_rows(text))
         except OSError as exc:
             raise CatalogFileError(f"{ENV_EXTRA} {name}: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
+        except _yaml_error() as exc:
             raise CatalogFileError(f"{ENV_EXTRA} {name}: not YAML: {exc}") from None
         except CatalogError as exc:
             raise CatalogFileError(f"{ENV_EXTRA} {name}: {exc}") from None
@@ -297,7 +310,7 @@ def products() -> tuple[Product, ...]:
 @functools.lru_cache(maxsize=1)
 def _display() -> dict[str, dict[str, str]]:
     text = resources.files(__name__).joinpath("display.yaml").read_text(encoding="utf-8")
-    data = _yaml(text)
+    data = _yaml(text, cache=True)
     if not isinstance(data, dict):
         raise CatalogError("display.yaml: top level must be a mapping")
     out: dict[str, dict[str, str]] = {"stacks": {}, "products": {}}

@@ -42,7 +42,7 @@ def _str_map(v: Any, where: str) -> dict[str, str]:
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     text = resources.files(__package__).joinpath("names.yaml").read_text(encoding="utf-8")
-    data = _yaml(text)
+    data = _yaml(text, cache=True)
     if not isinstance(data, dict) or set(data) - set(_SECTIONS):
         raise CatalogError(f"names.yaml: top level must be a mapping of {', '.join(_SECTIONS)}")
     out: dict[str, Any] = {}

@@ -62,7 +62,7 @@ def _entry(row: Any, n: int) -> PackageProduct:
 @functools.lru_cache(maxsize=1)
 def entries() -> tuple[PackageProduct, ...]:
     text = resources.files(__package__).joinpath("packages.yaml").read_text(encoding="utf-8")
-    data = _yaml(text)
+    data = _yaml(text, cache=True)
     if not isinstance(data, list):
         raise CatalogError("packages.yaml: top level must be a list")
     return tuple(_entry(r, i) for i, r in enumerate(data, 1))
