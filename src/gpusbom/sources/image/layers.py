@@ -369,6 +369,27 @@ def _read_layer_in_child(i: int) -> LayerIndex:
     return finish_layer(li, layer, store.label)
 
 
+def _debug_phase(layers_s: float) -> None:
+    """``GPUSBOM_DEBUG_INFLATE``: when the layer workers started, counted from the process's
+    start (imports, plan), and how long the layers took with their results received; the
+    rest of the scan's wall time is what follows them (collectors, output)."""
+    import sys
+
+    since = -1.0
+    try:  # the process's age: /proc/self/stat field 22 (start, in clock ticks after boot)
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            since = float(f.read().split()[0]) - start - layers_s
+    except (OSError, ValueError, IndexError):
+        pass
+    print(
+        f"gpusbom: layer workers started {since:.2f} s after the process, "
+        f"layers read and received {layers_s:.2f} s later",
+        file=sys.stderr,
+    )
+
+
 def read_layers_forked(
     store: BlobStore,
     plan: ImagePlan,
@@ -411,6 +432,8 @@ def read_layers_forked(
         pool.close()
         if hasattr(ctx.spool, "bytes"):
             ctx.spool.bytes = int(counter.value)
+        if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+            _debug_phase(time.perf_counter() - _FORK_T0)
         return [got[i] for i in range(total)]
     except BaseException:
         pool.terminate()
