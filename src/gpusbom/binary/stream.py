@@ -24,9 +24,8 @@ then malformed or truncated is counted in ``errors``; nothing here raises for ba
 the state is bounded (a few header bytes, sets of target names, capped counts) whatever the
 size fields say.
 
-Cost: a search for the magics over the bytes outside fatbin payloads (numpy: the rarest byte
-of a magic compared at once, outside the interpreter lock; see :func:`_np_find`), a few Python
-steps per entry.
+Cost: a search for the magics over the bytes outside fatbin payloads (``memchr`` of the
+rarest byte of a magic; see :func:`_rare_find`), a few Python steps per entry.
 Files that start with neither an ELF, fatbin or bundle magic are not scanned at all. In ELF
 files laid out with separate code (see :func:`executable_ranges`) the executable segments are
 not searched either: device code containers are data and never linked there.
@@ -196,88 +195,45 @@ def executable_ranges(head: bytes | bytearray) -> list[tuple[int, int]] | None:
     return [(a, b) for a, b in merged if b - a >= MIN_SKIP]
 
 
-#: Ranges shorter than this are searched with ``bytes.find`` (a needle is usually near: the
-#: next fatbin container); longer ones with :func:`_np_find` in windows growing x4 from it.
-_NP_MIN = 64 << 10
-#: At most this many bytes compared at once: a hostile run of one needle byte lists every
-#: position (8 bytes each), so the candidate arrays stay under ~16 MB.
-_NP_MAX_WINDOW = 1 << 20
-#: The byte of each needle whose occurrences are listed first (the rarest in real CUDA and
-#: torch libraries: 0xed is ~1 in 2,000 bytes of libcublasLt.so.12, ``R`` ~1 in 1,000).
+#: Ranges shorter than this are searched with ``bytes.find`` alone.
+_FIND_MIN = 64
+#: One candidate (the rare byte) per this many bytes or more: not rare here, ``bytes.find``.
+_DENSE = 512
+#: The byte of each needle that is looked for first (the rarest in real CUDA and torch
+#: libraries: 0xed is ~1 in 2,000 bytes of libcublasLt.so.12, ``R`` ~1 in 1,000).
 _RARE = {_FAT: 1, _HIPREG: 5, BUNDLE_MAGIC: 4, CCOB_MAGIC: 2}
 
-#: numpy, imported by the first search long enough to use it: its import costs 70-90 ms of
-#: CPU (and more wall time: OpenBLAS starts its threads), which a scan whose files are all
-#: small (most images, every host) need not pay. False: not tried yet; None: not installed.
-_np: Any = False
-
-
-def _numpy() -> Any:
-    global _np
-    if _np is False:
-        # no BLAS here: OpenBLAS's worker threads (one per core) would start with numpy and
-        # spin after its first call (55 ms of CPU in nvidia-wheels' scan on a 2-core VM)
-        unset = "OPENBLAS_NUM_THREADS" not in os.environ
-        if unset:
-            os.environ["OPENBLAS_NUM_THREADS"] = "1"
-        try:
-            import numpy
-        except ImportError:  # pragma: no cover - numpy comes with pyopencl (a dependency)
-            _np = None
-        else:
-            _np = numpy
-        finally:
-            if unset:  # read once, when the library loads: child processes keep the default
-                os.environ.pop("OPENBLAS_NUM_THREADS", None)
-    return _np
-
-
-def _np_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
-    """``buf.find(needle, start, end)``, for long ranges: the positions of the needle's rarest
-    byte are listed with one vectorised compare (numpy, outside the interpreter lock), then
-    narrowed to the full needle byte by byte (fancy indexing over the few candidates).
+def _rare_find(buf: bytes, needle: bytes, start: int, end: int) -> int:
+    """``buf.find(needle, start, end)``, faster on machine code and data: the positions of the
+    needle's rarest byte are found with ``bytes.find`` of that one byte (``memchr``, several
+    GB/s) and each is checked for the whole needle.
 
     ``bytes.find`` on a 4-byte needle runs at ~1.3 GB/s over machine code (its skip loop
-    stops at every byte that shares a bloom slot with the needle); this at ~3 GB/s. Growing
-    windows keep a near hit cheap. Same result as ``bytes.find``, always."""
-    end = min(end, len(buf))
-    if start < 0 or end - start < _NP_MIN:
-        return buf.find(needle, start, end)
-    np = _numpy()
-    if np is None:
-        return buf.find(needle, start, end)
+    stops at every byte that shares a bloom slot with the needle). A numpy compare of the
+    rarest byte (~3 GB/s) was used before; its fixed cost per call (an array view, a compare,
+    a count, a list of positions: tens of microseconds) dominated where containers lie close
+    together: the ``torch/`` + ``nvidia/`` layer of a 13 GB image made 59,000 searches, 3.2
+    CPU-s under the interpreter lock on a 16-core H200 host. Where the rare byte is not rare
+    (more than one in :data:`_DENSE` bytes: hostile, or odd data), the rest of the range goes
+    to ``bytes.find``. Same result as ``bytes.find``, always."""
     size = len(needle)
     r = _RARE.get(needle, 0)
-    rare = needle[r]
-    a = np.frombuffer(buf, dtype=np.uint8)
-    last = end - size  # the last start a match may have
-    lo = start
-    step = _NP_MIN
-    while lo <= last:
-        hi = min(last + 1, lo + step)  # starts [lo, hi)
-        if hi - lo < _NP_MIN:
-            k = buf.find(needle, lo, hi + size - 1)
-            if k >= 0:
-                return k
-        else:
-            hit = a[lo + r : hi + r] == rare
-            many = int(np.count_nonzero(hit))
-            if many > (hi - lo) >> 6:  # not rare here (hostile, or odd data): no big lists
-                k = buf.find(needle, lo, hi + size - 1)
-                if k >= 0:
-                    return k
-            elif many:
-                cand = np.flatnonzero(hit)
-                cand += lo
-                for j in range(size):
-                    if j != r:
-                        cand = cand[a[cand + j] == needle[j]]
-                        if not cand.size:
-                            break
-                if cand.size:
-                    return int(cand[0])
-        lo = hi
-        step = min(step * 4, _NP_MAX_WINDOW)
+    last = min(end, len(buf)) - size  # the last start a match may have
+    if start < 0 or last - start < _FIND_MIN:
+        return buf.find(needle, start, end)
+    rare = needle[r : r + 1]
+    find = buf.find
+    stop = last + r + 1
+    k = find(rare, start + r, stop)
+    tries = 0
+    while k >= 0:
+        s = k - r
+        if buf[s : s + size] == needle:
+            return s
+        tries += 1
+        if tries >= 64 and k - start < tries * _DENSE:
+            return find(needle, s + 1, end)
+        k = find(rare, k + 1, stop)
     return -1
 
 
@@ -731,7 +687,7 @@ class _StreamScanner:
         stop = limit
         for kind, needle in self._needles:
             end = min(n, limit + len(needle) - 1)
-            k = _np_find(chunk, needle, i, end)
+            k = _rare_find(chunk, needle, i, end)
             if k >= 0 and (best < 0 or k < best):
                 best, best_kind, limit = k, kind, k
         if best < 0:

@@ -1,6 +1,8 @@
-"""The vectorised magic search of the stream scanner gives exactly ``bytes.find``'s answer:
-needles across its window edges, at the range ends, in data where the "rare" byte is
-everywhere (the hostile fallback), and in random data made of the needles' own bytes."""
+"""The magic search of the stream scanner (``memchr`` of a magic's rarest byte) gives exactly
+``bytes.find``'s answer: needles near the edges where it changes course (short ranges, the
+point where a dense rare byte sends the rest to ``bytes.find``), at the range ends, in data
+where the "rare" byte is everywhere (the hostile fallback), and in random data made of the
+needles' own bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import random
 import pytest
 
 from gpusbom.binary.hipbundle import BUNDLE_MAGIC, CCOB_MAGIC
-from gpusbom.binary.stream import _FAT, _HIPREG, _NP_MAX_WINDOW, _NP_MIN, _np_find
+from gpusbom.binary.stream import _DENSE, _FAT, _FIND_MIN, _HIPREG, _rare_find
 
 NEEDLES = (_FAT, _HIPREG, BUNDLE_MAGIC, CCOB_MAGIC)
 _RND = random.Random(3)
@@ -20,7 +22,7 @@ _BASE = bytes(_RND.getrandbits(8) for _ in range(1 << 16)) * 24  # 1.5 MiB
 @pytest.mark.parametrize("fill", ["random", "rare", "other"])
 def test_window_edges(needle: bytes, fill: str) -> None:
     base = {"random": _BASE, "rare": b"\xed" * len(_BASE), "other": needle[1:2] * len(_BASE)}[fill]
-    edges = (_NP_MIN, _NP_MIN * 5, _NP_MIN * 5 + _NP_MAX_WINDOW, len(base) - len(needle))
+    edges = (_FIND_MIN, 64, 64 * _DENSE, 70 * _DENSE, len(base) - len(needle))
     for edge in edges:
         for d in (-len(needle), -1, 0, 1):
             for start in (0, 17):
@@ -29,7 +31,7 @@ def test_window_edges(needle: bytes, fill: str) -> None:
                 buf[at : at + len(needle)] = needle
                 data = bytes(buf[: len(base)])
                 for end in (len(data), at + len(needle), at + len(needle) - 1):
-                    assert _np_find(data, needle, start, end) == data.find(needle, start, end)
+                    assert _rare_find(data, needle, start, end) == data.find(needle, start, end)
 
 
 def test_random_needle_bytes() -> None:
@@ -45,7 +47,21 @@ def test_random_needle_bytes() -> None:
         data = bytes(buf[:size])
         start = rnd.randrange(size)
         end = rnd.randrange(start, size + 1)
-        assert _np_find(data, needle, start, end) == data.find(needle, start, end)
+        assert _rare_find(data, needle, start, end) == data.find(needle, start, end)
     # and it does find things
     data = _BASE[:300_000] + _FAT + _BASE[:10]
-    assert _np_find(data, _FAT, 0, len(data)) == 300_000
+    assert _rare_find(data, _FAT, 0, len(data)) == 300_000
+
+
+@pytest.mark.parametrize("needle", NEEDLES, ids=lambda n: n.decode("latin-1")[:8])
+def test_near_misses_below_the_dense_limit(needle: bytes) -> None:
+    """Every 1,000th byte starts all but the last byte of the needle: each candidate is
+    checked and rejected by the main loop (not the dense fallback) until the real one."""
+    unit = needle[:-1] + b"\x00" * (1000 - len(needle) + 1)
+    for at in (0, 5, 64 * 1000 + 3, 300 * 1000 + 999):
+        buf = bytearray(unit * 400)
+        buf[at : at + len(needle)] = needle
+        data = bytes(buf)
+        for start in (0, 1, at, at + 1):
+            for end in (len(data), at + len(needle), at + len(needle) - 1):
+                assert _rare_find(data, needle, start, end) == data.find(needle, start, end)
