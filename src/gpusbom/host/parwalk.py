@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsafeArchiveError
+from ..fsview.types import ContentRef, Entry, EntryKind
 
 if TYPE_CHECKING:
     from .walker import _HostWalker
@@ -251,10 +252,11 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     entries = walker.entries
     unreadable = list(walker.unreadable)
     premade = walker.premade = {}
+    kind = {k.value: k for k in EntryKind}
     for i in range(len(tasks)):
         kept, unr, made = done[i]
-        for e in kept:
-            entries[e.path] = e
+        for t in kept:
+            entries[t[0]] = _entry(t, kind)
         unreadable.extend(unr)
         premade.update(made)
     if len(entries) > walker.limits.max_kept_records:
@@ -263,6 +265,23 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
             "matched files)")
     # the order the one-process walk meets them: by walk root, then depth-first by name
     walker.unreadable = sorted(unreadable, key=lambda p: (_root_of(roots, p), p.split("/")))
+
+
+def _flat(e: Entry) -> tuple[Any, ...]:
+    """``e`` as plain values (pickled and read back two to three times faster than the
+    dataclass: 20k entries, 13 MB, on a development VM)."""
+    c = e.content
+    data = None if c is None else c._data if c._data is not None else (c._path, c.size)
+    return (e.path, e.kind.value, e.size, e.mode, e.linkname, e.layer, data, e.matched, e.uid,
+            e.gid, e.mtime, e.history, e.analysis)
+
+
+def _entry(t: tuple[Any, ...], kind: dict[str, EntryKind]) -> Entry:
+    data = t[6]
+    content = None if data is None else ContentRef(data=data) if isinstance(data, bytes) \
+        else ContentRef(path=data[0], size=data[1])
+    return Entry(t[0], kind[t[1]], t[2], t[3], t[4], t[5], content, t[7], t[8], t[9], t[10],
+                 t[11], t[12])
 
 
 def _serial(walker: _HostWalker, real_root: str, roots: list[str],
@@ -314,7 +333,7 @@ def _worker(walker: _HostWalker, real_root: str, roots: list[str],
             walker.count = 0
             _walk_task(walker, real_root, roots, tasks[i])
             kept = list(walker.entries.values())
-            per_task[i] = (kept, walker.unreadable, make(kept))
+            per_task[i] = ([_flat(e) for e in kept], walker.unreadable, make(kept))
             count += walker.count
         payload: tuple[Any, ...] = ("ok", per_task, count, spool.bytes - spool.start)
     except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
