@@ -24,10 +24,11 @@ first on ``PYTHONPATH``: the code before a change) and checks that both write th
 (``SOURCE_DATE_EPOCH=0``). Results: ``OUT/host.json``.
 
 Figures (H200 hosts, 16 cores, gVisor, 2026-12-01; README "Hosts, check, version"): with
-the code before the host-scan work as ``--against``, ``scan --host -o json`` 2.92 s before
-and 2.05 s after (interleaved, same machine, identical output); medians of 5 after:
-``scan --host`` 1.69-2.36 s (JSON) and 2.62-3.14 s (CycloneDX), ``check --host`` 0.66-0.79 s,
-``version`` 60-75 ms, the small image 0.57-0.62 s, on two machines of that kind.
+the walk in one process, medians of 5: ``scan --host`` 1.69-2.36 s (JSON) and 2.62-3.14 s
+(CycloneDX), ``check --host`` 0.66-0.79 s, ``version`` 60-75 ms, the small image 0.57-0.62 s,
+on two machines of that kind; with the walk in 16 worker processes (``host/parwalk.py``):
+``scan --host`` 1.07 s (JSON) and 1.88 s (CycloneDX), ``check --host`` 0.59 s, ``version``
+77 ms, the small image 0.52 s.
 """
 
 from __future__ import annotations
