@@ -201,3 +201,23 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
     assert [c.purl for c in got[0]] == [c.purl for c in want[0]]
     assert any(c.name == "pkg2" for c in got[0]) and any(c.name == "zlib1g" for c in got[0])
     assert [u.reason for u in got[1]] == [u.reason for u in want[1]]
+
+
+def test_walk_when_workers_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No process to fork (a pids limit), or only some: the same view."""
+    root = _tree(tmp_path / "root")
+    serial = _view(root, 1)
+    real_fork = os.fork
+    forks = {"left": 0}
+
+    def fork() -> int:
+        if forks["left"] <= 0:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        forks["left"] -= 1
+        return real_fork()
+
+    monkeypatch.setattr(parwalk.os, "fork", fork)
+    assert _view(root, 4) == serial  # none started
+    forks["left"] = 1
+    assert _view(root, 4) == serial  # one of four started: it takes every piece
+    assert forks["left"] == 0

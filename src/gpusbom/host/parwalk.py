@@ -219,8 +219,16 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     kids: list[tuple[int, int]] = []
     try:
         for k in range(workers):
-            r, w = os.pipe()
-            pid = os.fork()
+            try:
+                r, w = os.pipe()
+            except OSError:
+                break  # out of file descriptors: the workers started take every piece
+            try:
+                pid = os.fork()
+            except OSError:  # no more processes (a container's pids limit): likewise
+                os.close(r)
+                os.close(w)
+                break
             if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
                 os.close(r)
                 _worker(walker, real_root, roots, tasks, rq, w, _WorkerSpool(spool, k, share))
@@ -230,6 +238,9 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
         os.close(rq)
     if started is not None:
         started()
+    if not kids:  # not one worker could start: this process walks
+        _serial(walker, real_root, roots, tasks)
+        return
     payloads = _gather([r for _, r in kids])
     lost = False
     for pid, _ in kids:
