@@ -267,14 +267,17 @@ class _Decoder:
                 return
             self.budget -= 1
             mn = insn.mnemonic
-            ops = insn.operands
             if mn in ("ret", "retq"):
                 if eax is not None and self.kind == "return":
                     self._add(eax, eax_insn, depth)
                 eax = None
                 holders = holders & _CALLEE_SAVED
                 continue
+            # operands only where they are read: building them (capstone's detail, through
+            # ctypes) was half the decoding time, and two instructions in three need none
+            ops: list[Any]
             if mn in ("call", "jmp"):
+                ops = insn.operands
                 target = ops[0].imm if ops and ops[0].type == x86.X86_OP_IMM else None
                 tail = mn == "jmp" and target is not None and not entry <= target < entry + len(data)
                 if (mn == "call" or tail) and target is not None:
@@ -289,6 +292,7 @@ class _Decoder:
                     eax = None
                     holders = holders & _CALLEE_SAVED
                 continue
+            ops = insn.operands if mn == "mov" else []
             if mn == "mov" and len(ops) == 2:
                 dst, src = ops
                 if dst.type == x86.X86_OP_MEM and src.type == x86.X86_OP_IMM:
