@@ -366,3 +366,55 @@ def test_unpacked_sycl_runtime_wheel_without_dist_info(tmp_path: Path) -> None:
     assert c["version"] == "2026.2.0"
     assert c["properties"]["metadata-missing"] == "true"
     assert c["properties"]["version-confidence"] == "medium"
+
+
+def test_chunk_search_equals_the_joined_buffer_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``feed`` searches a chunk without joining it to the previous chunk's tail when no
+    anchor starts in that tail: the same values, in the same order, as searching the joined
+    buffer (forced here), for hits across and near chunk borders, truncated matches and
+    more than MAX_VALUES values, over random chunkings."""
+    import random
+
+    from gpusbom.collectors import _classify
+
+    rows = tuple(r for r in ROWS if r.evidence == "rodata")
+    rnd = random.Random(1912)
+    pieces = [b"NCCL version 2.21.5+cuda12.4\0", b"NCCL version 2.19.3\0", b"NCCL version 2.",
+              b"Cuda compilation tools, release 12.4, V12.4.131", b"OpenCL ICD Loader\0003.0.6\0",
+              b"_ZN7cutlass6detail", b"libcudart_static_" + b"ab" * 20,
+              b"AMD clang version 17.0.0 (https://github.com/RadeonOpenCompute roc-6.1.2 )",
+              *(f"NCCL version 2.{i}.0\0".encode() for i in range(12))]
+    data = b"\x7fELF\x02\x01\x01" + b"\0" * 57
+    for _ in range(400):
+        data += rnd.choice(pieces) if rnd.random() < 0.3 else rnd.randbytes(rnd.randrange(1, 900))
+    # and with a CUDA fatbin header part way: rows that stop before the device code
+    # (nccl-static, cutlass-static) find what lies before it only
+    head = (b"\x7fELF\x02\x01\x01" + b"\0" * 57 + rnd.randbytes(5000) + b"NCCL version 2.1.0\0"
+            + rnd.randbytes(1000))
+    at = len(head) + rnd.randrange(0, 600)
+    datasets = [data, head + rnd.randbytes(at - len(head)) + _classify._FATBIN_HEADER + data[64:]]
+
+    def scan(chunks: list[bytes], joined: bool) -> object:
+        if joined:
+            monkeypatch.setattr(_classify.ClassifierScanner, "_in_chunk", lambda self, c: False)
+        sc = ClassifierScanner(rows, 0)
+        for c in chunks:
+            sc.feed(c)
+        monkeypatch.undo()
+        return sc.close()
+
+    fast_used = 0
+    orig = _classify.ClassifierScanner._in_chunk
+    for i in range(60):
+        data = datasets[i % 2]
+        cuts = sorted(set(rnd.sample(range(1, len(data)), rnd.randrange(1, 300)))
+                      | ({at + rnd.randrange(1, 8)} if i % 4 == 1 else set()))  # split header
+        chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        want = scan(chunks, joined=True)
+        calls: list[bool] = []
+        monkeypatch.setattr(_classify.ClassifierScanner, "_in_chunk",
+                            lambda self, c: calls.append(orig(self, c)) or calls[-1])
+        assert scan(chunks, joined=False) == want
+        fast_used += sum(calls)
+        assert want  # values were found
+    assert fast_used > 100  # the chunk-only search did run

@@ -242,7 +242,26 @@ class ClassifierScanner:
                     self._chunks.append(start, chunk)
             else:
                 self._drop()
-        if self.rodata:
+        if self.rodata and self._in_chunk(chunk):
+            # no anchor (nor fatbin header) starts in the overlap with the previous chunk:
+            # every hit lies in ``chunk``, where a row's regex (anchored at its hit, never
+            # looking behind it) matches as in the joined buffer; the chunk is not copied
+            # (a 209 MB libnccl was copied once per scanner)
+            fb = -1
+            if self._fatbin_rows and not self._fatbin_seen:
+                fb = chunk.find(_FATBIN_HEADER)
+                self._fatbin_seen = fb >= 0
+            for row in self.rodata:
+                if row.id in self._closed_rows:
+                    continue
+                if row.before_fatbin and fb >= 0:
+                    self._search(row, chunk[:fb])
+                    self._closed_rows.add(row.id)  # the device code follows: no .rodata
+                else:
+                    self._search(row, chunk)
+            tail = self._tail
+            self._tail = chunk[-_OVERLAP:] if len(chunk) >= _OVERLAP else (tail + chunk)[-_OVERLAP:]
+        elif self.rodata:
             buf = self._tail + chunk if self._tail else chunk
             fb = -1
             if self._fatbin_rows and not self._fatbin_seen:
@@ -259,6 +278,21 @@ class ClassifierScanner:
             self._tail = buf[-_OVERLAP:]
         if self._chunks is None and len(self._closed_rows) == len(self.rodata):
             self.done = True
+
+    def _in_chunk(self, chunk: bytes) -> bool:
+        """Whether the rodata rows can be searched in ``chunk`` alone (see ``feed``)."""
+        tail = self._tail
+        if tail and self._fatbin_rows and not self._fatbin_seen and \
+                (tail + chunk[: len(_FATBIN_HEADER) - 1]).find(_FATBIN_HEADER) >= 0:
+            return False
+        for row in self.rodata:
+            if row.id in self._closed_rows:
+                continue
+            if not _forward_only(row.pattern):
+                return False
+            if tail and (tail + chunk[: len(row.anchor) - 1]).find(row.anchor) >= 0:
+                return False  # a hit that starts before the chunk: the joined buffer
+        return True
 
     def _search(self, row: Row, buf: bytes) -> None:
         rx = _compiled(row.pattern)
@@ -340,6 +374,17 @@ def _contains(chunks: list[bytes | _Spilled], needle: bytes) -> bool:
 
 
 _RX_CACHE: dict[bytes, re.Pattern[bytes]] = {}
+_FORWARD: dict[bytes, bool] = {}
+#: what lets a regex see before the position it is matched at, or tell a buffer's start
+_LOOKS_BACK = re.compile(rb"\(\?<|\\[bBAZ]|\$|(?<!\[)\^")
+
+
+def _forward_only(pattern: bytes) -> bool:
+    """Whether ``pattern``'s match at a position depends only on the bytes from there on."""
+    ok = _FORWARD.get(pattern)
+    if ok is None:
+        ok = _FORWARD[pattern] = _LOOKS_BACK.search(pattern) is None
+    return ok
 
 
 def _compiled(pattern: bytes) -> re.Pattern[bytes]:
