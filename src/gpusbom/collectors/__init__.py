@@ -38,9 +38,9 @@ def _load() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if mod.name not in ("base",) and not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
-    from importlib.metadata import entry_points
+    from ._plugins import entry_points
 
-    for ep in entry_points(group="gpusbom.collectors"):
+    for ep in entry_points():
         try:
             ep.load()
         except Exception as exc:  # noqa: BLE001 - third-party code: any error means "did not load"
