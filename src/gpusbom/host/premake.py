@@ -20,6 +20,7 @@ def _record_base(path: str) -> str:
 
 def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     """What the collectors will ask for, parsed from the captured files in ``entries``."""
+    from ..collectors.base import GroupedPaths
     from ..collectors.dpkg import parse_dpkg_list, parse_dpkg_status
     from ..collectors.python import parse_core_metadata, parse_record
 
@@ -34,10 +35,11 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
                 out["py-metadata", p] = parse_core_metadata(
                     c.read().decode("utf-8", errors="replace"))
             elif p.endswith(".dist-info/RECORD"):
-                out["py-record", p] = list(parse_record(
+                # grouped by directory: claimed per directory (collectors/base.py)
+                out["py-record", p] = GroupedPaths.of(parse_record(
                     c.read().decode("utf-8", errors="replace"), _record_base(p)))
             elif p.startswith(_INFO) and p.endswith(".list"):
-                out["dpkg-list", p] = parse_dpkg_list(c.read())
+                out["dpkg-list", p] = GroupedPaths.of(parse_dpkg_list(c.read()))
             elif p == STATUS:
                 with c.open() as f:
                     out["dpkg-status", p] = parse_dpkg_status(f)
