@@ -46,6 +46,7 @@ _HUB = re.compile(r"lib|lib32|lib64|local|include|bin|python[0-9.]*|site-package
                   r"x86_64-linux(?:-gnu)?|aarch64-linux(?:-gnu)?|dpkg|info|rpm")
 _SLICE = 512  # a directory split over workers: this many of its entries a piece
 _MAX_TASKS = 4000  # the queue pipe holds them all (64 KiB at 4 bytes each, with room)
+_PIPE_SIZE = 1 << 20
 
 
 def default_workers() -> int:
@@ -223,6 +224,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
                 r, w = os.pipe()
             except OSError:
                 break  # out of file descriptors: the workers started take every piece
+            _widen(r)
             try:
                 pid = os.fork()
             except OSError:  # no more processes (a container's pids limit): likewise
@@ -302,6 +304,19 @@ def _serial(walker: _HostWalker, real_root: str, roots: list[str],
     walker.unreadable.sort(key=lambda p: (_root_of(roots, p), p.split("/")))
 
 
+def _widen(fd: int) -> None:
+    """A result pipe of 1 MiB (Linux's default most an unprivileged process may ask for)
+    instead of 64 KiB: a worker's results (6 MB from each of 3 workers on a development
+    VM: the captured package lists) come back in a sixteenth of the reads and wake-ups
+    (the parent's reading 0.060 -> 0.036-0.050 CPU-s there)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except (ImportError, AttributeError, OSError):  # not Linux, or over the limit: 64 KiB
+        pass
+
+
 def _gather(fds: list[int]) -> list[bytes]:
     bufs: dict[int, list[bytes]] = {fd: [] for fd in fds}
     sel = selectors.DefaultSelector()
@@ -311,7 +326,7 @@ def _gather(fds: list[int]) -> list[bytes]:
         live = len(fds)
         while live:
             for key, _ in sel.select():
-                chunk = os.read(key.fd, 1 << 20)
+                chunk = os.read(key.fd, _PIPE_SIZE)
                 if chunk:
                     bufs[key.fd].append(chunk)
                 else:
