@@ -234,3 +234,25 @@ def test_tables_are_parsed_once_per_content(tmp_path: Path,
     # a cache that cannot be written: parsed every time, same data
     monkeypatch.setenv("GPUSBOM_CACHE_DIR", "/proc/gpusbom-no-such-dir")
     assert _tables.cached_parse(text, parse) == first and len(calls) == 4
+
+
+def test_by_purl_skips_parsing_only_what_cannot_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    # by_purl answers () without parsing a purl whose text holds none of its type's literal
+    # starts: the same rows as parsing every purl, over purls built from each ecosystem's
+    # name corpus in several spellings
+    names = sorted({n for eco in ("deb", "rpm", "pypi", "conda") for n in _name_corpus(eco)
+                    if n.strip() and "/" not in n})
+    purls = []
+    for n in names:
+        purls += [f"pkg:deb/debian/{n}@1.0-1?arch=amd64&distro=debian-12",
+                  f"pkg:rpm/fedora/{n}@1.0-1.fc40?arch=x86_64", f"pkg:pypi/{n}@1.0",
+                  f"pkg:PyPI/{n.replace('-', '_')}@2", f"pkg:conda/{n}@1.0?channel=nvidia",
+                  f"pkg://deb/ubuntu/{n}", f"pkg:deb/debian/{n}@1#sub/path",
+                  f"pkg:deb/debian/{n}@1:2.38%2Bb1?arch=amd64&upstream=x%401", f"pkg:rpm/{n}/"]
+    purls += ["pkg:deb/debian/libcuda%31@550", "pkg:pypi/tensor%72t", "pkg:deb/", "pkg:",
+              "pkg:deb/debian/@1", "pkg:1deb/x/libcuda1", "pkg:deb/debian/libcuda1?bad key=1"]
+    fast = [catalog.by_purl(p) for p in purls]
+    monkeypatch.setattr(catalog, "_purl_cannot_match", lambda purl: False)
+    slow = [catalog.by_purl(p) for p in purls]
+    assert fast == slow
+    assert sum(bool(x) for x in slow) > 50  # the corpus reaches the rows
