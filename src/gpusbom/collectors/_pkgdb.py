@@ -15,6 +15,7 @@ collector: the leading ``_`` keeps the registry from importing it as one).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -132,9 +133,48 @@ def distro_purl(
     distro = distro_qualifier(os_release)
     if distro:
         q["distro"] = distro
+    fast = plain_purl(purl_type, namespace, name, version, q)
+    if fast is not None:
+        return fast
     return PackageURL(
         type=purl_type, namespace=namespace, name=name, version=version, qualifiers=q
     ).to_string()
+
+
+# Components packageurl-python would write unchanged but for ``+`` and ``@`` (urllib's quote
+# keeps ASCII letters, digits, ``_.-~``; packageurl puts ``:`` back): nothing to strip, split
+# or lower-case
+_PLAIN = re.compile(r"[A-Za-z0-9._~:+@-]+")
+_PLAIN_KEY = re.compile(r"[a-z][a-z0-9._-]*")
+
+
+def _q(s: str) -> str:
+    return s.replace("+", "%2B").replace("@", "%40") if "+" in s or "@" in s else s
+
+
+def plain_purl(purl_type: str, namespace: str | None, name: str, version: str | None,
+               qualifiers: dict[str, str]) -> str | None:
+    """``PackageURL(...).to_string()`` without its two normalisation passes, for a ``deb`` or
+    ``rpm`` purl whose parts are plain (hundreds a scan: a tenth of a small image's collection
+    time); None when a part needs packageurl's own rules. ``tests/collectors/test_pkgdb_purl.py``
+    checks it against packageurl-python on every package of real status files and odd parts."""
+    if purl_type not in ("deb", "rpm") or not _PLAIN.fullmatch(name):
+        return None
+    if (namespace and not _PLAIN.fullmatch(namespace)) or (
+            version and not _PLAIN.fullmatch(version)):
+        return None
+    for k, v in qualifiers.items():
+        if not _PLAIN_KEY.fullmatch(k) or not _PLAIN.fullmatch(v):
+            return None
+    out = [f"pkg:{purl_type}/"]
+    if namespace:
+        out.append(_q(namespace) + "/")
+    out.append(_q(name))
+    if version:
+        out.append("@" + _q(version))
+    if qualifiers:
+        out.append("?" + "&".join(f"{k}={_q(v)}" for k, v in sorted(qualifiers.items())))
+    return "".join(out)
 
 
 def present(*pairs: tuple[str, str | None]) -> dict[str, str]:
