@@ -18,8 +18,6 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
-from email.utils import getaddresses
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -113,6 +111,8 @@ def _author(msg: object) -> str | None:
     for key in ("Author-email", "Maintainer-email"):
         v = _clean(get(key))
         if v:
+            from email.utils import getaddresses  # with email.parser ~15 ms: only when used
+
             addrs = [n or a for n, a in getaddresses([v]) if n or a]
             if addrs:
                 return ", ".join(addrs)
@@ -123,6 +123,10 @@ def parse_core_metadata(text: str) -> PyDistribution:
     """Parse METADATA / PKG-INFO text. Raises ValueError without Name or Version."""
     m = _HEAD_END_RX.search(text)
     head = text[: m.start()] if m else text
+    # imported here: email.parser and email.utils (with socket, calendar...) are ~15 ms of
+    # start-up, needed only when an image has Python distributions
+    from email.parser import HeaderParser
+
     msg = HeaderParser().parsestr(head)
     name = _clean(msg.get("Name"))
     version = _clean(msg.get("Version"))

@@ -22,7 +22,6 @@ real one to test against); it is reported as an unknown.
 from __future__ import annotations
 
 import os
-import sqlite3
 import struct
 import tempfile
 from collections.abc import Iterable
@@ -255,6 +254,8 @@ def read_rpmdb_file(
     that SQLite applies a ``-wal`` file lying next to it.
     """
     uri = "file:" + quote(os.path.abspath(path)) + ("" if private else "?mode=ro&immutable=1")
+    import sqlite3  # only for an rpmdb.sqlite: not a start-up cost of every scan
+
     conn = sqlite3.connect(uri, uri=True)
     try:
         pkgs: list[RpmPackage] = []
