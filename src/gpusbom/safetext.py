@@ -85,6 +85,22 @@ def one_line(s: str) -> str:
     return escape_path(s)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (None for any other type), once per class: ``fields()``
+    builds its tuple on every call, and a result has thousands of model objects."""
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        # is_dataclass(obj) and not a class itself: a class's type (a metaclass) has no fields
+        names = tuple(f.name for f in fields(cls)) if is_dataclass(cls) and not issubclass(
+            cls, type) else None
+        _FIELD_NAMES[cls] = names
+        return names
+
+
 def sanitize(obj: Any, *, _depth: int = 0) -> Any:
     """Escape every string inside ``obj`` (model dataclasses, lists, dicts), in place where
     the container is mutable; returns the (possibly new) object."""
@@ -92,15 +108,16 @@ def sanitize(obj: Any, *, _depth: int = 0) -> Any:
         return escape_text(obj)
     if _depth > 64:  # the model is shallow; anything deeper came from input we already bound
         return obj
-    if is_dataclass(obj) and not isinstance(obj, type):
-        for f in fields(obj):
-            value = getattr(obj, f.name)
-            if f.name == "path" and isinstance(value, str):
+    names = _field_names(type(obj))
+    if names is not None:
+        for name in names:
+            value = getattr(obj, name)
+            if name == "path" and isinstance(value, str):
                 new = escape_path(value)
             else:
                 new = sanitize(value, _depth=_depth + 1)
             if new is not value:
-                object.__setattr__(obj, f.name, new)
+                object.__setattr__(obj, name, new)
         return obj
     if isinstance(obj, list):
         for i, v in enumerate(obj):

@@ -31,10 +31,10 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._resources import read_text
 from ..errors import AdvisoryError
 from ..safetext import loads_json
 from .versions import SCHEMES, InvalidVersion, parse
@@ -409,7 +409,7 @@ def load_bundle_text(text: str, *, source: str, trusted: bool = False) -> Adviso
 @functools.lru_cache(maxsize=1)
 def load_bundled() -> AdvisoryDB:
     """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
-    text = resources.files("gpusbom").joinpath("data/advisories.json").read_text(encoding="utf-8")
+    text = read_text("gpusbom", "data/advisories.json")
     return load_bundle_text(text, source="bundled", trusted=True)
 
 

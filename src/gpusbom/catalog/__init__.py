@@ -68,11 +68,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from .._resources import read_text
 from ..errors import ConfigError, GpusbomError
 from ._patterns import NamePattern, literal_prefixes
 
@@ -297,7 +297,7 @@ def _extra_rows() -> list[Product]:
 def products() -> tuple[Product, ...]:
     """Every row of the shipped table, in file order, then the rows of the
     ``$GPUSBOM_CATALOG`` files."""
-    text = resources.files(__name__).joinpath("products.yaml").read_text(encoding="utf-8")
+    text = read_text(__name__, "products.yaml")
     extra = _extra_rows()
     try:
         return _check(tuple(_rows(text, eager=False) + extra))
@@ -309,7 +309,7 @@ def products() -> tuple[Product, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _display() -> dict[str, dict[str, str]]:
-    text = resources.files(__name__).joinpath("display.yaml").read_text(encoding="utf-8")
+    text = read_text(__name__, "display.yaml")
     data = _yaml(text, cache=True)
     if not isinstance(data, dict):
         raise CatalogError("display.yaml: top level must be a mapping")

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from .._resources import read_text
 from . import CatalogError, _yaml
 
 __all__ = ["cuda_conda", "cuda_wheel", "libraries", "library_prefixes", "library_product",
@@ -41,7 +41,7 @@ def _str_map(v: Any, where: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("names.yaml").read_text(encoding="utf-8")
+    text = read_text(__package__, "names.yaml")
     data = _yaml(text, cache=True)
     if not isinstance(data, dict) or set(data) - set(_SECTIONS):
         raise CatalogError(f"names.yaml: top level must be a mapping of {', '.join(_SECTIONS)}")

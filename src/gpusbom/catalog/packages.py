@@ -20,9 +20,9 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from .._resources import read_text
 from . import CatalogError, _yaml, normalise_name
 
 __all__ = ["KINDS", "PackageProduct", "entries", "names_of", "product_of"]
@@ -61,7 +61,7 @@ def _entry(row: Any, n: int) -> PackageProduct:
 
 @functools.lru_cache(maxsize=1)
 def entries() -> tuple[PackageProduct, ...]:
-    text = resources.files(__package__).joinpath("packages.yaml").read_text(encoding="utf-8")
+    text = read_text(__package__, "packages.yaml")
     data = _yaml(text, cache=True)
     if not isinstance(data, list):
         raise CatalogError("packages.yaml: top level must be a list")
