@@ -83,6 +83,8 @@ ODD = [
     b"Package: \xff\xfe bad utf-8\nVersion: 1\n",
     b"Package: a\nDepends: b,\n c (>= 1),\n\td | e\nConffiles:\n /etc/x 0123\n /etc/y 4567 obsolete\n",
     b"Package:a\tb  \nVersion:\t1\n\tcont\n",
+    b"\xc2\xa0Key: v\nPackage: a\n \xc2\xa0x: y\n\tKey: v\n\n#c\n\n# c\n \nPackage: b\n",
+    b"Package: a\n-----BEGIN PGP SIGNED MESSAGE-----\n\nVersion: 1\n \n\nPackage: b\n",
     b"",
     b"\n\n",
 ]

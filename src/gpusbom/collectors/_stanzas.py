@@ -36,25 +36,25 @@ def _blank(line: str) -> bool:
 
 def _payload(lines: Iterator[str]) -> list[str]:
     """One paragraph's payload lines (``_skip_useless_lines`` + ``_split_gpg_and_payload``)."""
-    at_beginning = True
-    first_line = True
     pre: list[str] = []
     out: list[str] = []
     state = "SAFE"
+    # the paragraph's leading lines: comments and blank lines (python-debian's at_beginning
+    # and first_line skips together: an empty line is blank)
     for raw in lines:
         if raw.startswith("#"):
             continue
-        if at_beginning:
-            if not raw.rstrip("\r\n"):
-                continue
-            at_beginning = False
         line = raw.strip("\r\n")
-        if first_line:
-            if _blank(line):
-                continue
-            first_line = False
-        m = _GPG_RX.match(line) if line.startswith("-") else None
-        empty = _blank(line)
+        if _blank(line):
+            continue
+        break
+    else:
+        return out
+    while True:
+        c = line[:1]
+        m = _GPG_RX.match(line) if c == "-" else None
+        # a line whose first character is not ASCII whitespace is not blank
+        empty = c in _ASCII_WS and _blank(line)
         if m is None:
             if state == "SAFE":
                 if not empty:
@@ -74,6 +74,12 @@ def _payload(lines: Iterator[str]) -> list[str]:
                 break
             if not empty and not out:
                 pre.append(line)
+        for raw in lines:
+            if not raw.startswith("#"):
+                line = raw.strip("\r\n")
+                break
+        else:
+            break
     return out
 
 
@@ -95,7 +101,8 @@ def _paragraph(payload: list[str]) -> dict[str, str]:
     curkey: str | None = None
     content = ""
     for line in payload:
-        m = _FIELD_RX.match(line)
+        # a line starting with a space or tab cannot be a field line (the key excludes them)
+        m = None if line[0] in " \t" else _FIELD_RX.match(line)
         if m is not None:
             if curkey:
                 _store(fields, curkey, content)
