@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
 HOSTS = ROOT / "fixtures" / "hosts"
 EPOCH = "1700000000"
+INPUT_CREATED = "2026-12-01T00:00:00Z"  # foreign SBOMs' creation, see foreign_sboms
 UPDATE = os.environ.get("GPUSBOM_UPDATE_GOLDEN") == "1"
 IMAGES = ["demo", "multilayer", "intel", "ocl-vulkan", "rocm", "nvidia-wheels", "torch-cpu",
           "triton"]
@@ -169,6 +170,10 @@ def foreign_sboms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         subprocess.run([str(sbom_tools.sbom4python()), "-m", "torch", "--sbom", "spdx",
                         "--format", fmt, "-o", str(p)], check=True, capture_output=True,
                        env={**env, "PYTHONPATH": str(site)})
+        # sbom4python stamps its documents with the wall clock (no SOURCE_DATE_EPOCH), and
+        # a scan of an SBOM measures the advisory database's age from the document's
+        # creation: pin the stamp to the day the goldens were recorded, or the age changes daily
+        p.write_text(re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", INPUT_CREATED, p.read_text()))
         found[f"sbom4python-{fmt}"] = p
     return found
 
