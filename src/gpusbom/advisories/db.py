@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .._resources import read_text
+from .._userdir import user_cache_dir
 from ..errors import AdvisoryError
 from ..safetext import loads_json
 from .versions import SCHEMES, InvalidVersion, parse
@@ -450,12 +450,7 @@ def cache_dir() -> Path:
     """Where ``gpusbom advisories update`` keeps the database:
     ``$GPUSBOM_CACHE_DIR/advisories``, else ``$XDG_CACHE_HOME/gpusbom/advisories``, else
     ``~/.cache/gpusbom/advisories``."""
-    base = os.environ.get("GPUSBOM_CACHE_DIR")
-    if base:
-        return Path(base) / "advisories"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "gpusbom" / "advisories"
+    return user_cache_dir() / "advisories"
 
 
 #: the user's updated database inside ``cache_dir()`` (one file, swapped with os.replace)

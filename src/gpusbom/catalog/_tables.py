@@ -21,15 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._userdir import user_cache_dir
+
 __all__ = ["cached_parse", "tables_dir"]
 
 
 def tables_dir() -> Path:
-    env = os.environ.get("GPUSBOM_CACHE_DIR")
-    if env:
-        return Path(env) / "tables"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpusbom" / "tables"
+    return user_cache_dir() / "tables"
 
 
 def cached_parse(text: str, parse: Callable[[str], Any]) -> Any:

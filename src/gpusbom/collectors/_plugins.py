@@ -20,17 +20,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .._userdir import user_cache_dir
+
 __all__ = ["GROUP", "entry_points"]
 
 GROUP = "gpusbom.collectors"
 
 
 def _cache_file() -> Path:
-    env = os.environ.get("GPUSBOM_CACHE_DIR")
-    if env:
-        return Path(env) / "plugins.json"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpusbom" / "plugins.json"
+    return user_cache_dir() / "plugins.json"
 
 
 def _key() -> str:

@@ -38,6 +38,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from .._userdir import user_cache_dir
 from .types import ContentRef, Entry, LayerIndex, Limits, with_layer_index
 
 FORMAT = 1
@@ -48,11 +49,7 @@ _NOT_KEYED = ("max_memory", "inflate_threads", "shadow_key")
 
 
 def default_dir() -> Path:
-    env = os.environ.get("GPUSBOM_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpusbom"
+    return user_cache_dir()
 
 
 def disabled_by_env() -> bool:
