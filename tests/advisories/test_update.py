@@ -477,13 +477,19 @@ def _feeds_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("GPUSBOM_KEV_URL", f"{url}/kev/known_exploited_vulnerabilities.json")
 
 
+def _auto_update_from(monkeypatch: pytest.MonkeyPatch, https: tuple[Feeds, str]) -> Feeds:
+    """Automatic updates on, from the local feeds; their hit list back."""
+    feeds, url = https
+    _feeds_env(monkeypatch, url)
+    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    return feeds
+
+
 def test_first_scan_updates_a_stale_database_like_grype(
     env: Path, https: tuple[Feeds, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    feeds, url = https
-    _feeds_env(monkeypatch, url)
-    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    feeds = _auto_update_from(monkeypatch, https)
     root = _rootfs(tmp_path)
     # --offline: nothing fetched, no database written
     assert main(["scan", f"dir:{root}", "--offline", "-o", f"json={tmp_path / 'a.json'}"]) == 0
@@ -530,9 +536,7 @@ def test_a_successful_auto_update_forgets_an_earlier_failure(
     env: Path, https: tuple[Feeds, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    feeds, url = https
-    _feeds_env(monkeypatch, url)
-    monkeypatch.setenv("GPUSBOM_DB_AUTO_UPDATE", "1")
+    feeds = _auto_update_from(monkeypatch, https)
     mark = env / "advisories" / "auto-update-failed"
     mark.parent.mkdir(parents=True)
     mark.write_text("earlier failure\n")
