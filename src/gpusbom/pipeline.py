@@ -22,7 +22,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from . import __version__
 from .errors import UsageError
@@ -58,6 +58,36 @@ class ProbeOptions:
     python: str | None = None
 
 
+_T = TypeVar("_T")
+
+
+class Pending(Generic[_T]):
+    """A value the pipeline computes beside the host walk (the advisory database, while the
+    walk's workers run), or, where nothing runs beside, when first asked for. ``get`` returns
+    it or raises what computing it raised."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self._fn: Callable[[], _T] | None = fn
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        """Compute the value (once; a later call does nothing)."""
+        fn, self._fn = self._fn, None
+        if fn is None:
+            return
+        try:
+            self._value = fn()
+        except BaseException as exc:  # noqa: BLE001 - raised again by get(), in the scanning thread
+            self._error = exc
+
+    def get(self) -> _T:
+        self.run()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # run() set it
+
+
 @dataclass(frozen=True)
 class ScanRequest:
     """What to scan (exactly one of ``reference``, ``host``, ``sbom``) and how.
@@ -65,8 +95,9 @@ class ScanRequest:
     ``reference``: an image reference or ``dir:PATH`` (``source`` forces a source;
     ``registry``: credentials and insecure hosts). ``cache``: the layer-result cache (None:
     on unless ``GPUSBOM_NO_CACHE``). ``keep_env_secrets``: keep image env values whose names
-    look secret. ``advisory_db``: None loads the active database. ``vex``: VEX files whose
-    not-affected statements suppress findings.
+    look secret. ``advisory_db``: None loads the active database; ``advisory_pending``: it,
+    loaded beside a host walk (its error, a stale database, is raised before the analyses).
+    ``vex``: VEX files whose not-affected statements suppress findings.
     """
 
     reference: str | None = None
@@ -83,6 +114,7 @@ class ScanRequest:
     probe: ProbeOptions | None = None
     advisories: bool = True
     advisory_db: AdvisoryDB | None = None
+    advisory_pending: Pending[AdvisoryDB] | None = field(default=None, compare=False)
     vex: tuple[str, ...] = ()
 
     @property
@@ -164,10 +196,12 @@ def open_view(req: ScanRequest, classes: Sequence[type[Collector]],
     if req.host is not None:
         from .host.source import open_host_view
 
+        beside = () if req.advisory_pending is None else (req.advisory_pending.run,)
         with Spool(req.limits) as spool:
             hv, target = open_host_view(req.host.root, matcher, spool, req.limits,
                                         paths=req.host.paths, use_nvml=req.host.use_nvml,
-                                        analyze_binaries=req.host.analyze_binaries)
+                                        analyze_binaries=req.host.analyze_binaries,
+                                        beside=beside)
             yield View(target=target, fs=hv.fs, host=hv)
         return
     with Spool(req.limits) as spool:
@@ -254,10 +288,13 @@ def _build(req: ScanRequest, view: View, classes: Sequence[type[Collector]]) -> 
 
 def analyse(result: ScanResult, req: ScanRequest) -> None:
     """The analyses stage: advisories matched, then VEX statements applied."""
+    db = req.advisory_db
+    if req.advisory_pending is not None:
+        db = req.advisory_pending.get()
     if req.advisories:
         from .analyses import match_advisories
 
-        match_advisories(result, req.advisory_db)
+        match_advisories(result, db)
     if req.vex:
         from .advisories.vex import apply_vex
 

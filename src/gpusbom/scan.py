@@ -10,6 +10,7 @@ import contextlib
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .collect import (  # noqa: F401 - the collectors stage, re-exported for library users
@@ -129,7 +130,12 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
         from .advisories.autoupdate import auto_update
 
         auto_update(quiet=then.quiet)
-    req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
+    if req.host is not None:
+        # loaded while the host walk's workers run (pipeline.Pending; the walk forks first)
+        req = replace(req, advisory_db=None, advisory_pending=pipeline.Pending(
+            partial(load_active, max_age_days=then.max_db_age)))
+    else:
+        req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
     _freeze_loaded(req)
     manager: Any = progress if isinstance(progress, contextlib.AbstractContextManager) \
         else contextlib.nullcontext()
@@ -146,7 +152,9 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
 
         _n, failures = scan_node_images(req.host.root, result.target.name or "unknown",
                                         push=then.push, quiet=then.quiet,
-                                        advisory_db=req.advisory_db)
+                                        advisory_db=req.advisory_pending.get()
+                                        if req.advisory_pending is not None
+                                        else req.advisory_db)
         out.messages += [f"gpusbom: {line}\n" for line in failures]
         if failures:
             out.code = 3

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import platform as _platform
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,9 +63,10 @@ _LATER = ("gpusbom.collectors._digests", "gpusbom.fusion", "gpusbom.identity", "
           "gpusbom.writers._jsonfast")
 
 
-def _import_later_stages() -> None:
+def _import_later_stages(beside: Sequence[Callable[[], None]] = ()) -> None:
     """Import the modules of the stages after the walk and of the outputs asked for (the
-    CycloneDX writer's library: 0.15 s), while the walk's workers run."""
+    CycloneDX writer's library: 0.15 s), then run ``beside`` (the advisory database's load),
+    while the walk's workers run."""
     import importlib
 
     from ..writers import asked_modules
@@ -75,6 +76,8 @@ def _import_later_stages() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S112 - imported again where it is used, and fails there
             continue
+    for fn in beside:
+        fn()
 
 
 def host_target(root: HostRoot) -> Target:
@@ -101,9 +104,11 @@ def host_target(root: HostRoot) -> Target:
 
 def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits, *,
                    paths: Sequence[str] = (), use_nvml: bool = True,
-                   analyze_binaries: bool = False) -> tuple[HostView, Target]:
+                   analyze_binaries: bool = False,
+                   beside: Sequence[Callable[[], None]] = ()) -> tuple[HostView, Target]:
     """The host root ``root`` as a view and its target (``SourceNotFoundError`` when it is
-    not a directory)."""
+    not a directory). ``beside``: work run in a thread while the walk's workers run (each
+    must keep its own errors; with the walk in this process, nothing runs beside it)."""
     if not os.path.isdir(root):
         raise SourceNotFoundError(f"--root {root}: no such directory")
     hroot = HostRoot(root)
@@ -122,8 +127,8 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
     workers = default_workers()
     threads = [nvml_thread]
     if workers > 1:  # this process waits while the workers walk: import what comes after
-        threads.append(threading.Thread(target=_import_later_stages, name="gpusbom-imports",
-                                        daemon=True))
+        threads.append(threading.Thread(target=_import_later_stages, args=(beside,),
+                                        name="gpusbom-imports", daemon=True))
 
     def started() -> None:
         # once the walk's workers are forked: a fork copies only the forking thread, and a
