@@ -92,8 +92,9 @@ class FsView:
         self._history = history or {}
         self._children = children
         self._sorted: list[str] | None = None
-        self._basenames: list[str] | None = None
-        self._by_base: list[tuple[str, str]] | None = None  # (base name, path), sorted
+        self._basenames: list[str] | None = None  # the distinct base names, sorted
+        self._by_base: dict[str, list[str]] | None = None  # base name -> its paths
+        self._globbed: dict[str, list[str]] = {}  # pattern -> glob(): entries never change
         self._by_index = {ref.index: ref for ref in self.layers}
         self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
         self.file_count = 0  # entries seen while building the view, kept or not
@@ -285,14 +286,36 @@ class FsView:
                 # "/**/libcudart.so*": only paths whose base name starts with the literal
                 # part can match; a sorted (base name, path) index finds them without a
                 # regex test of every kept path (host scans keep hundreds of thousands)
-                if self._by_base is None:
-                    self._by_base = sorted((p.rsplit("/", 1)[-1], p) for p in self._entries)
-                idx = self._by_base
-                lo = bisect.bisect_left(idx, (base, ""))
-                hi = bisect.bisect_left(idx, (base + "\U0010ffff", ""))
-                return sorted(p for _, p in idx[lo:hi] if rx.match(p))
+                by_base, names = self._base_index()
+                lo = bisect.bisect_left(names, base)
+                hi = bisect.bisect_left(names, base + "\U0010ffff")
+                return sorted(p for n in names[lo:hi] for p in by_base[n] if rx.match(p))
             candidates = paths
+            last = comps[-1]
+            cut = max(last.rfind("*"), last.rfind("?"))
+            if 0 <= cut < len(last) - 1 and not any(c in last for c in "[]\\"):
+                # "/**/*.egg-info": a match ends with the base name's literal tail; one string
+                # test each drops the rest before the regex (a host keeps ~20,000 entries)
+                # ("$" also matches before a final newline, as the regex test did)
+                tails = (last[cut + 1 :], last[cut + 1 :] + "\n")
+                return [p for p in candidates if p.endswith(tails) and rx.match(p)]
         return [p for p in candidates if rx.match(p)]
+
+    def _base_index(self) -> tuple[dict[str, list[str]], list[str]]:
+        """Each base name's paths, and the distinct base names sorted (one pass over the
+        entries and one sort of the names: sorting (base name, path) pairs took 35 ms of a
+        host scan's 20,000 entries on a development VM)."""
+        if self._by_base is None or self._basenames is None:
+            by_base: dict[str, list[str]] = {}
+            for p in self._entries:
+                name = p[p.rfind("/") + 1 :]
+                got = by_base.get(name)
+                if got is None:
+                    by_base[name] = [p]
+                else:
+                    got.append(p)
+            self._by_base, self._basenames = by_base, sorted(by_base)
+        return self._by_base, self._basenames
 
     def _no_base_name_can_match(self, pattern: str) -> bool:
         """Cheap reject: no kept entry's base name starts with the pattern's literal
@@ -307,9 +330,7 @@ class FsView:
         lit = base[:cut]
         if not lit:
             return False
-        if self._basenames is None:
-            self._basenames = sorted({p.rsplit("/", 1)[-1] for p in self._entries})
-        names = self._basenames
+        names = self._base_index()[1]
         i = bisect.bisect_left(names, lit)
         return i >= len(names) or not names[i].startswith(lit)
 
@@ -318,7 +339,14 @@ class FsView:
 
         Symlinks in the literal leading directories of the pattern are resolved
         (``/usr/local/cuda/lib64/*.so`` finds files under ``/usr/local/cuda-12.4``).
+        Collectors ask for some patterns more than once: each is answered once per view.
         """
+        got = self._globbed.get(pattern)
+        if got is None:
+            got = self._globbed[pattern] = self._glob(pattern)
+        return list(got)
+
+    def _glob(self, pattern: str) -> list[str]:
         if self._no_base_name_can_match(pattern):
             return []
         out = set(self._glob_raw(pattern))
