@@ -243,21 +243,30 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     if not kids:  # not one worker could start: this process walks
         _serial(walker, real_root, roots, tasks)
         return
-    payloads = _gather([r for _, r in kids])
+    kind = {k.value: k for k in EntryKind}
+    results: list[Any] = [None] * len(kids)
+
+    def arrived(k: int, payload: bytes) -> None:
+        # read back while the other workers still walk: the entries become Entry objects
+        # here, the merge below only puts them in place (in task order)
+        res = results[k] = pickle.loads(payload) if payload else None  # noqa: S301 - our own forks
+        if res is not None and res[0] == "ok":
+            for i, (kept, unr, made) in res[1].items():
+                res[1][i] = ([_entry(t, kind) for t in kept], unr, made)
+
+    _gather([r for _, r in kids], arrived)
     lost = False
     for pid, _ in kids:
         _, status = os.waitpid(pid, 0)
         lost = lost or status != 0
-    results = [pickle.loads(b) if b else None for b in payloads]  # noqa: S301 - our own forks
     for res in results:
         if res is not None and res[0] == "error":
             raise res[1]
     if lost or any(res is None for res in results):
         _serial(walker, real_root, roots, tasks)
         return
-    done: dict[int, tuple[list[Any], list[str], dict[tuple[str, str], Any]]] = {}
+    done: dict[int, tuple[list[Entry], list[str], dict[tuple[str, str], Any]]] = {}
     for res in results:
-        assert res is not None  # noqa: S101 - checked above
         _, per_task, count, spooled = res
         done.update(per_task)
         walker.count += count
@@ -265,11 +274,10 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     entries = walker.entries
     unreadable = list(walker.unreadable)
     premade = walker.premade = {}
-    kind = {k.value: k for k in EntryKind}
     for i in range(len(tasks)):
         kept, unr, made = done[i]
-        for t in kept:
-            entries[t[0]] = _entry(t, kind)
+        for e in kept:
+            entries[e.path] = e
         unreadable.extend(unr)
         premade.update(made)
     if len(entries) > walker.limits.max_kept_records:
@@ -317,8 +325,11 @@ def _widen(fd: int) -> None:
         pass
 
 
-def _gather(fds: list[int]) -> list[bytes]:
+def _gather(fds: list[int], arrived: Callable[[int, bytes], None]) -> None:
+    """Read each pipe of ``fds`` to its end; ``arrived(k, data)`` as soon as the k-th has
+    ended (the others' workers may still be walking)."""
     bufs: dict[int, list[bytes]] = {fd: [] for fd in fds}
+    index = {fd: k for k, fd in enumerate(fds)}
     sel = selectors.DefaultSelector()
     try:
         for fd in fds:
@@ -332,11 +343,11 @@ def _gather(fds: list[int]) -> list[bytes]:
                 else:
                     sel.unregister(key.fd)
                     live -= 1
+                    arrived(index[key.fd], b"".join(bufs.pop(key.fd)))
     finally:
         sel.close()
         for fd in fds:
             os.close(fd)
-    return [b"".join(bufs[fd]) for fd in fds]
 
 
 def _worker(walker: _HostWalker, real_root: str, roots: list[str],
