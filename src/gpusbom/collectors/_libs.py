@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from packageurl import PackageURL
 
@@ -159,19 +160,25 @@ def scan_bytes(
         f = ctx.fs.open(path)
     except (NotCapturedError, FileNotFoundError, IsADirectoryError):
         return None
+    with f:
+        return scan_stream(f, rx, limit)
+
+
+def scan_stream(f: BinaryIO, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT) -> re.Match[bytes] | None:
+    """``scan_bytes`` of an open file (a host walk's worker scans what it captured:
+    ``host/premake.py``)."""
     tail = b""
     read = 0
-    with f:
-        while read < limit:
-            chunk = f.read(min(_CHUNK, limit - read))
-            if not chunk:
-                break
-            read += len(chunk)
-            buf = tail + chunk
-            m = rx.search(buf)
-            if m is not None:
-                return m
-            tail = buf[-_OVERLAP:]
+    while read < limit:
+        chunk = f.read(min(_CHUNK, limit - read))
+        if not chunk:
+            break
+        read += len(chunk)
+        buf = tail + chunk
+        m = rx.search(buf)
+        if m is not None:
+            return m
+        tail = buf[-_OVERLAP:]
     return None
 
 

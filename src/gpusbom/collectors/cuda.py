@@ -38,8 +38,10 @@ headers, wheels, conda records, toolkit roots, version.json, environment) add to
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from ..catalog import names
@@ -63,6 +65,7 @@ from ._gpu import (
     parse_soname,
     version_from_code,
 )
+from ._premade import premade
 from .base import VIEW_ERRORS, CollectContext, Collector
 from .python import parse_core_metadata
 
@@ -191,6 +194,21 @@ def header_versions(name: str, text: str) -> dict[str, str]:
                 str(p) for p in parts + ([build] if build is not None else [])
             )
     return out
+
+
+def _read_meta(fs: Any, path: str) -> Any:
+    return parse_core_metadata(fs.read_text(path))
+
+
+def _read_header(fs: Any, name: str, path: str) -> dict[str, str]:
+    return header_versions(name, fs.read_text(path))
+
+
+def header_wanted(path: str) -> bool:
+    """Is ``path`` a header whose versions ``_headers`` reads (a host walk's worker parses
+    it: ``host/premake.py``)? The glob's test, and the names'."""
+    name = path[path.rfind("/") + 1 :]
+    return "/include/" in path and any(fnmatch.fnmatchcase(name, h) for h in _HEADER_NAMES)
 
 
 def _declared_version(var: str, value: str) -> str:
@@ -351,14 +369,15 @@ class CudaCollector(Collector):
             for path in fs.glob("/**/include/**/" + h):
                 if is_stub(path) or is_bundled(path) or not fs.is_file(path):
                     continue
+                name = path.rsplit("/", 1)[1]
                 try:
-                    text = fs.read_text(path)
+                    declared = premade(fs, "cuda-header", path,
+                                       partial(_read_header, fs, name, path))
                 except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                     ctx.unknown(f"cannot read header: {e}", path)
                     continue
-                name = path.rsplit("/", 1)[1]
                 loc = install_location(path)
-                for product, version in header_versions(name, text).items():
+                for product, version in declared.items():
                     if product == TOOLKIT and not _TOOLKIT_ROOT_RX.match(loc):
                         continue  # cuda.h ships with wheels and distro packages too
                     prio = _P_FILE if product in ("cudnn", "nccl", "tensorrt") else _P_HEADER
@@ -372,8 +391,8 @@ class CudaCollector(Collector):
             metas.update(fs.glob(f"/**/{d}.dist-info/METADATA"))
         for meta in sorted(metas):
             dist_dir = meta.rsplit("/", 1)[0]
-            try:
-                dist = parse_core_metadata(fs.read_text(meta))
+            try:  # parsed by a host walk's worker (the python collector's parse), or here
+                dist = premade(fs, "py-metadata", meta, partial(_read_meta, fs, meta))
             except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read wheel metadata: {e}", meta)
                 continue

@@ -25,6 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
+from functools import partial
 
 from packaging.utils import canonicalize_name
 
@@ -33,6 +34,7 @@ from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
 from ._libs import generic_purl, scan_bytes
+from ._premade import premade
 from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["TRITON_DISTRIBUTIONS", "TritonCollector", "dist_info_name", "py_string_assign"]
@@ -65,6 +67,18 @@ def py_string_assign(text: str, name: str) -> str | None:
     )
     m = rx.search(text)
     return m.group(2) if m else None
+
+
+def tool_release(m: re.Match[bytes] | None) -> tuple[str, str] | None:
+    """(version, the text that says it) of a ``_TOOL_RX`` match in a bundled tool (parsed
+    by a host walk's worker, ``host/premake.py``, or here)."""
+    if m is None:
+        return None
+    return m.group(2).decode(), m.group(0).decode("ascii", "replace")
+
+
+def _scan_tool(ctx: CollectContext, path: str) -> tuple[tuple[str, str] | None]:
+    return (tool_release(scan_bytes(ctx, path, _TOOL_RX, _TOOL_MAX)),)
 
 
 def _define_int(text: str, name: str) -> int | None:
@@ -139,18 +153,16 @@ class TritonCollector(Collector):
             path = f"{pkg}/backends/nvidia/bin/{tool}"
             if not fs.is_file(path):
                 continue
-            m = scan_bytes(ctx, path, _TOOL_RX, _TOOL_MAX)
-            if m is None:
+            (found,) = premade(fs, "triton-tool", path, partial(_scan_tool, ctx, path))
+            if found is None:
                 props[f"triton:bundled:{tool}"] = "unknown"
                 tools.append(f"{tool} (version unknown)")
                 evidence.append(ctx.evidence(EvidenceMethod.FILENAME.value, path, "bundled tool"))
                 continue
-            tver = m.group(2).decode()
+            tver, said = found
             props[f"triton:bundled:{tool}"] = tver
             tools.append(f"{tool} {tver}")
-            evidence.append(
-                ctx.evidence(EvidenceMethod.ELF.value, path, m.group(0).decode("ascii", "replace"))
-            )
+            evidence.append(ctx.evidence(EvidenceMethod.ELF.value, path, said))
         if tools:
             props["triton:bundled-tools"] = ", ".join(tools)
         cuda_h = f"{pkg}/backends/nvidia/include/cuda.h"

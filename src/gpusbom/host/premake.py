@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 STATUS = "/var/lib/dpkg/status"
 _INFO = "/var/lib/dpkg/info/"
+_TRITON_BIN = "/triton/backends/nvidia/bin/"
 
 
 def _record_base(path: str) -> str:
@@ -20,9 +21,12 @@ def _record_base(path: str) -> str:
 
 def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     """What the collectors will ask for, parsed from the captured files in ``entries``."""
+    from ..collectors._libs import scan_stream
     from ..collectors.base import GroupedPaths
+    from ..collectors.cuda import header_versions, header_wanted
     from ..collectors.dpkg import parse_dpkg_list, parse_dpkg_status
     from ..collectors.python import parse_core_metadata, parse_record
+    from ..collectors.triton import _TOOL_MAX, _TOOL_RX, NVIDIA_TOOLS, tool_release
 
     out: dict[tuple[str, str], Any] = {}
     for e in entries:
@@ -43,6 +47,14 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
             elif p == STATUS:
                 with c.open() as f:
                     out["dpkg-status", p] = parse_dpkg_status(f)
+            elif p.endswith(".h") and header_wanted(p):
+                out["cuda-header", p] = header_versions(
+                    p[p.rfind("/") + 1 :], c.read().decode("utf-8", errors="replace"))
+            elif p[p.rfind("/") + 1 :] in NVIDIA_TOOLS and _TRITON_BIN in p:
+                # a bundled ptxas is tens of MB: its release string is found here, on every
+                # core, rather than after the walk in the scanning process
+                with c.open() as f:
+                    out["triton-tool", p] = (tool_release(scan_stream(f, _TOOL_RX, _TOOL_MAX)),)
         except Exception:  # noqa: BLE001, S112 - parsed again by the collector, which reports it
             continue
     return out
@@ -60,5 +72,7 @@ def warm() -> None:
         "/w/x-1.dist-info/RECORD": b"x/__init__.py,,\n",
         _INFO + "x.list": b"/.\n/usr\n",
         STATUS: b"Package: x\nStatus: install ok installed\nVersion: 1\n\n",
+        "/w/include/cuda.h": b"#define CUDA_VERSION 12040\n",
+        "/w/triton/backends/nvidia/bin/ptxas": b"Cuda compilation tools, release 12.4, V12.4.99",
     }
     make([Entry(p, EntryKind.FILE, content=ContentRef(data=b)) for p, b in samples.items()])
