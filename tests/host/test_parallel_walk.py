@@ -169,11 +169,26 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
     """What workers parse (``collectors/_premade.py``) is what the collectors would parse,
     and the collectors use it."""
     from gpusbom.collect import run_collectors
-    from gpusbom.collectors import dpkg, python
+    from gpusbom.collectors import _libs, cuda, dpkg, python, triton
     from gpusbom.model import Target
 
     root = _tree(tmp_path / "root")
     (root / "var/lib/dpkg/info/broken.list").write_bytes(b"/usr/x\n")
+    inc = root / "usr/local/cuda-12.4/include"
+    inc.mkdir(parents=True)
+    (inc / "cuda.h").write_text("#pragma once\n#define CUDA_VERSION 12040\n")
+    (inc / "cudnn_version_v9.h").write_text(
+        "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n")
+    tri = root / "opt/venv/lib/python3.12/site-packages/triton"
+    (tri / "backends/nvidia/bin").mkdir(parents=True)
+    (tri / "__init__.py").write_text('__version__ = "3.1.0"\n')
+    (tri.parent / "triton-3.1.0.dist-info").mkdir()
+    (tri.parent / "triton-3.1.0.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: triton\nVersion: 3.1.0\n")
+    # past the in-memory size (a spooled capture), the release string past a chunk's end
+    (tri / "backends/nvidia/bin/ptxas").write_bytes(
+        b"\x7fELF" + b"\0" * (1 << 21) + b"Cuda compilation tools, release 12.4, V12.4.131\0")
+    (tri / "backends/nvidia/bin/nvdisasm").write_bytes(b"\x7fELF no release here")
     meta = "/usr/lib/python3/dist-packages/pkg1-1.1.dist-info/METADATA"
     record = "/usr/lib/python3/dist-packages/pkg1-1.1.dist-info/RECORD"
     lim = Limits()
@@ -191,15 +206,32 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
         assert made["dpkg-status", dpkg.STATUS] == dpkg._parse_status_file(serial)
         lst = "/var/lib/dpkg/info/zlib1g:amd64.list"
         assert sorted(made["dpkg-list", lst]) == sorted(dpkg.parse_dpkg_list(serial.read_bytes(lst)))
-        assert len([k for k in made if k[0] == "py-metadata"]) == 6
+        assert len([k for k in made if k[0] == "py-metadata"]) == 7
+        for h in ("cuda.h", "cudnn_version_v9.h"):
+            hp = "/usr/local/cuda-12.4/include/" + h
+            assert made["cuda-header", hp] == cuda.header_versions(h, serial.read_text(hp))
+        assert made["cuda-header", "/usr/local/cuda-12.4/include/cuda.h"] == {
+            "cuda-toolkit": "12.4"}
+        bin_ = "/opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/bin/"
+        with serial.open(bin_ + "ptxas") as f:
+            assert made["triton-tool", bin_ + "ptxas"] == (triton.tool_release(
+                _libs.scan_stream(f, triton._TOOL_RX, triton._TOOL_MAX)),)
+        assert made["triton-tool", bin_ + "ptxas"] == (
+            ("12.4.131", "Cuda compilation tools, release 12.4, V12.4.131"),)
+        assert made["triton-tool", bin_ + "nvdisasm"] == (None,)
         want = run_collectors(serial, Target(kind="host", reference="host:/"), classes)
         # the parallel view's collectors parse nothing themselves
-        for name in ("parse_core_metadata", "parse_record", "parse_dpkg_status"):
-            mod = python if hasattr(python, name) else dpkg
+        for mod, name in ((python, "parse_core_metadata"), (python, "parse_record"),
+                          (dpkg, "parse_dpkg_status"), (cuda, "parse_core_metadata"),
+                          (cuda, "header_versions"), (triton, "scan_bytes")):
             monkeypatch.setattr(mod, name, lambda *a, **k: (_ for _ in ()).throw(
                 AssertionError("parsed again")))
         got = run_collectors(par, Target(kind="host", reference="host:/"), classes)
     assert [c.purl for c in got[0]] == [c.purl for c in want[0]]
+    assert [(c.name, c.version, c.properties) for c in got[0]] == [
+        (c.name, c.version, c.properties) for c in want[0]]
+    assert any(c.properties.get("triton:bundled:ptxas") == "12.4.131" for c in got[0])
+    assert any(c.name == "cudnn" and c.version == "9.1.0" for c in got[0])
     assert any(c.name == "pkg2" for c in got[0]) and any(c.name == "zlib1g" for c in got[0])
     assert [u.reason for u in got[1]] == [u.reason for u in want[1]]
 
