@@ -93,3 +93,35 @@ ODD = [
 @pytest.mark.parametrize("data", ODD, ids=range(len(ODD)))
 def test_odd_input(data: bytes) -> None:
     _both_ways(data)
+
+
+def _dep5_oracle(text: str) -> list[str]:
+    """``parse_dep5_licenses`` as it was written on python-debian's parser."""
+    out: list[str] = []
+    for i, para in enumerate(deb822.Deb822.iter_paragraphs(text.splitlines(True),
+                                                           use_apt_pkg=False)):
+        if i > 0 and "Files" not in para:
+            continue
+        lic = (para.get("License") or "").split("\n", 1)[0].strip()
+        if lic and lic not in out:
+            out.append(lic)
+    return out
+
+
+def test_dep5_licenses_as_python_debian() -> None:
+    """The copyright files' licences (``dpkg.parse_dep5_licenses``, now on ``_stanzas``) are
+    python-debian's, on this machine's DEP-5 files and on odd ones."""
+    from gpusbom.collectors.dpkg import parse_dep5_licenses
+
+    fmt = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+    texts = [f.read_bytes().decode("utf-8", "replace")
+             for f in sorted(Path("/usr/share/doc").glob("*/copyright"))]
+    dep5 = [t for t in texts if t.lstrip().startswith("Format:")]
+    assert len(dep5) > 50
+    odd = [fmt + "License: A\n\nfiles: *\nLICENSE: B\n more\n\nFiles: x\nLicense:  C or D \n",
+           fmt + "\nComment: no files\nLicense: E\n\nFiles: *\nLicense: A\n\nLicense: F\n",
+           fmt + "License: A\n# c\n\n \nFiles: *\nLicense:\n text\n\nno field\n\nFiles: y\n"
+           "License: G\n", fmt + "Files: *\nLicense: A\nLicense: H\n"]
+    for text in dep5 + odd:
+        assert parse_dep5_licenses(text) == _dep5_oracle(text)
+    assert parse_dep5_licenses(odd[0]) == ["A", "B", "C or D"]
