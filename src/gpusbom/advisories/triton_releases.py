@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from importlib import resources
+
+from .._resources import read_text
 
 __all__ = ["TritonRelease", "container_of", "releases"]
 
@@ -28,7 +29,7 @@ class TritonRelease:
 
 @functools.lru_cache(maxsize=1)
 def releases() -> tuple[TritonRelease, ...]:
-    text = resources.files("gpusbom").joinpath("data/triton_releases.json").read_text("utf-8")
+    text = read_text("gpusbom", "data/triton_releases.json")
     return tuple(TritonRelease(r["server"], r["container"], r["source"])
                  for r in json.loads(text)["releases"])
 

@@ -93,10 +93,14 @@ def properties(analysis: dict[str, Any]) -> dict[str, str]:
     ):
         if cuda.get(key):
             props[prop] = ",".join(cuda[key])
-    from ..binary.hipbundle import parse_target_id
-
     hip = analysis.get("hip") or {}
-    targets = [t for t in hip.get("targets") or () if not parse_target_id(t).is_host]
+    targets: list[str] = []
+    if hip.get("targets"):
+        # imported only for HIP targets: the binary package (with zstandard) is ~10 ms of a
+        # scan whose GPU binaries were all analysed when their layers were first read
+        from ..binary.hipbundle import parse_target_id
+
+        targets = [t for t in hip["targets"] if not parse_target_id(t).is_host]
     if targets:
         props["hip:targets"] = ",".join(targets)
     if hip.get("gfx"):

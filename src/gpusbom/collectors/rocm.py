@@ -89,11 +89,10 @@ def hip_rocm_release(hip: str) -> dict[str, str]:
     table ``data/hip_rocm.json`` (sources: AMD's ROCm repository package versions). A HIP
     version not in the table gives its major.minor only, said so; anything else, nothing."""
     import json
-    from importlib import resources
 
-    table = json.loads(
-        resources.files("gpusbom").joinpath("data/hip_rocm.json").read_text(encoding="utf-8")
-    )["releases"]
+    from .._resources import read_text
+
+    table = json.loads(read_text("gpusbom", "data/hip_rocm.json"))["releases"]
     row = table.get(hip)
     if row is not None:
         return {
