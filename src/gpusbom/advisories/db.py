@@ -31,13 +31,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._resources import read_text
+from .._resources import read_bytes
 from .._userdir import user_cache_dir
 from ..errors import AdvisoryError
 from ..safetext import loads_json
 from .versions import SCHEMES, InvalidVersion, parse
+
+if TYPE_CHECKING:
+    from ._dbcache import Indexed
 
 __all__ = [
     "TARGETS",
@@ -300,7 +303,8 @@ class AdvisoryDB:
     """Validated advisories plus where they came from and how old they are."""
 
     def __init__(self, advisories: Iterable[Advisory], *, source: str, built: str | None = None):
-        self.advisories = sorted(advisories, key=lambda a: a.id)
+        self._advisories: list[Advisory] | None = sorted(advisories, key=lambda a: a.id)
+        self._index: Indexed | None = None
         self.source = source
         self.built = built
         self.feeds: list[dict[str, Any]] = []  # where an updated database came from
@@ -309,13 +313,42 @@ class AdvisoryDB:
         self.descriptions: dict[str, str] = {}  # vulnerability id -> the vendor's text
         seen: set[str] = set()
         dup: set[str] = set()
-        for a in self.advisories:
+        for a in self._advisories:
             (dup if a.id in seen else seen).add(a.id)
         if dup:
             raise AdvisoryError(f"duplicate advisory ids: {', '.join(sorted(dup))}")
-        self._by_id = {a.id: a for a in self.advisories}
+
+    @classmethod
+    def from_index(cls, ix: Indexed, *, source: str) -> AdvisoryDB:
+        """A database validated before, read back from its index (``_dbcache``): records are
+        built when first used."""
+        db = cls.__new__(cls)
+        db._advisories = None
+        db._index = ix
+        db.source = source
+        db.built = ix.built
+        db.feeds = ix.feeds
+        db.kev = ix.kev
+        db.descriptions = ix.descriptions
+        return db
+
+    @property
+    def advisories(self) -> list[Advisory]:
+        """Every advisory, by id."""
+        if self._advisories is None:
+            assert self._index is not None  # noqa: S101 - one of the two is always set
+            self._advisories = self._index.all()
+        return self._advisories
+
+    @property
+    def index(self) -> Indexed | None:
+        """The cached index this database was read from (None when loaded whole): the
+        matcher builds only the advisories an identity it looks up names."""
+        return self._index
 
     def __len__(self) -> int:
+        if self._advisories is None and self._index is not None:
+            return len(self._index)
         return len(self.advisories)
 
     def __iter__(self) -> Iterator[Advisory]:
@@ -337,6 +370,8 @@ class AdvisoryDB:
     @property
     def newest(self) -> str | None:
         """The newest published/modified date in the data (a floor for the data's age)."""
+        if self._advisories is None and self._index is not None:
+            return self._index.newest
         dates = [(a.modified or a.published)[:10] for a in self.advisories]
         return max(dates) if dates else None
 
@@ -409,8 +444,12 @@ def load_bundle_text(text: str, *, source: str, trusted: bool = False) -> Adviso
 @functools.lru_cache(maxsize=1)
 def load_bundled() -> AdvisoryDB:
     """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
-    text = read_text("gpusbom", "data/advisories.json")
-    return load_bundle_text(text, source="bundled", trusted=True)
+    from ._dbcache import decode, load
+
+    data = read_bytes("gpusbom", "data/advisories.json")
+    # validated whole on the first load of these bytes, then read from its index
+    return load(data, source="bundled", trusted=True,
+                full=lambda: load_bundle_text(decode(data), source="bundled", trusted=True))
 
 
 def _parse_stamp(stamp: str) -> datetime | None:
@@ -464,13 +503,16 @@ def user_db_path() -> Path:
 def load_user() -> AdvisoryDB | None:
     """The updated database in the user cache; None when absent or not valid (a broken
     file never hides the bundled snapshot)."""
+    from ._dbcache import decode, load
+
     p = user_db_path()
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError:
         return None
     try:
-        return load_bundle_text(text, source=str(p))
+        return load(data, source=str(p), trusted=False,
+                    full=lambda: load_bundle_text(decode(data), source=str(p)))
     except AdvisoryError:
         return None
 

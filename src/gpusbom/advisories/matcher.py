@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import catalog
 from ..model import (
@@ -42,6 +42,9 @@ from ..model import (
 from .cuda_releases import release_of
 from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
 from .verdicts import RULES, Verdict, _Ctx, _judge, _judge_release, _Split, _split, line_of
+
+if TYPE_CHECKING:
+    from ._dbcache import Indexed
 
 __all__ = ["RULES", "SEVERITY_ORDER", "Verdict", "line_of", "match", "severity_of"]
 
@@ -68,30 +71,72 @@ def _norm(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
+Key = tuple[str, str, str]
+Entry = tuple[Advisory, Vulnerability, str]
+
+
+def _target_keys(target: str) -> list[Key]:
+    """The identity keys a target's selectors match (``db.selectors``)."""
+    try:
+        sels = selectors(target)
+    except KeyError:
+        sels = []
+    keys: list[Key] = []
+    for sel in sels:
+        if "catalog" in sel:
+            keys.append(("catalog", "*", sel["catalog"]))
+        elif "source" in sel:
+            keys.append(("src", sel["ecosystem"], _norm(sel["source"])))
+        elif "ecosystem" in sel:
+            keys.append(("pkg", sel["ecosystem"], _norm(sel["name"])))
+        else:
+            keys.append(("stack", sel["stack"], sel.get("product", "*")))
+    return keys
+
+
+class _LazyKeys:
+    """``by_key`` of a database read from its cached index (``_dbcache``): the same lists, in
+    the same order, as ``_build_index`` makes, but an advisory is built only when a key that
+    names it is looked up (an image's components name a handful of the database's)."""
+
+    def __init__(self, ix: Indexed) -> None:
+        self._ix = ix
+        self._raw: dict[Key, list[tuple[int, int, str]]] = {}
+        keys_of: dict[str, list[Key]] = {}
+        for ai, vi, target in ix.triples:
+            keys = keys_of.get(target)
+            if keys is None:
+                keys = keys_of[target] = _target_keys(target)
+            for key in keys:
+                self._raw.setdefault(key, []).append((ai, vi, target))
+        self._done: dict[Key, list[Entry]] = {}
+
+    def get(self, key: Key) -> list[Entry] | None:
+        done = self._done.get(key)
+        if done is None:
+            raw = self._raw.get(key)
+            if raw is None:
+                return None
+            at = self._ix.at
+            done = self._done[key] = [(at(ai), at(ai).vulnerabilities[vi], target)
+                                      for ai, vi, target in raw]
+        return done
+
+
 @dataclass
 class _Index:
     # identity key -> [(advisory, vulnerability, target)]
-    by_key: dict[tuple[str, str, str], list[tuple[Advisory, Vulnerability, str]]]
+    by_key: dict[Key, list[Entry]] | _LazyKeys
 
 
 def _build_index(db: AdvisoryDB) -> _Index:
-    by_key: dict[tuple[str, str, str], list[tuple[Advisory, Vulnerability, str]]] = {}
+    if db.index is not None:
+        return _Index(_LazyKeys(db.index))
+    by_key: dict[Key, list[Entry]] = {}
     for adv in db:
         for vuln in adv.vulnerabilities:
             for target in dict.fromkeys(a.target for a in vuln.affected):
-                try:
-                    sels = selectors(target)
-                except KeyError:
-                    sels = []
-                for sel in sels:
-                    if "catalog" in sel:
-                        key = ("catalog", "*", sel["catalog"])
-                    elif "source" in sel:
-                        key = ("src", sel["ecosystem"], _norm(sel["source"]))
-                    elif "ecosystem" in sel:
-                        key = ("pkg", sel["ecosystem"], _norm(sel["name"]))
-                    else:
-                        key = ("stack", sel["stack"], sel.get("product", "*"))
+                for key in _target_keys(target):
                     by_key.setdefault(key, []).append((adv, vuln, target))
     return _Index(by_key)
 

@@ -38,6 +38,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from .._codeid import code_fingerprint
 from .._userdir import user_cache_dir
 from .types import ContentRef, Entry, LayerIndex, Limits, with_layer_index
 
@@ -71,21 +72,6 @@ def keyed_shadow_hash(key: bytes) -> Callable[[str], int]:
         return int.from_bytes(d, "little", signed=True)
 
     return h
-
-
-def _code_fingerprint() -> str:
-    """Size and mtime of every module of the installed package: a change to any collector
-    or reader makes earlier entries unreachable even without a version bump."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        # sorted; byte-code caches hold no source (not listing them: 1-3 ms a scan)
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(dirpath, name))
-                h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
 
 
 _SAFE_BUILTINS = frozenset(
@@ -146,7 +132,7 @@ class LayerCache:
             {
                 "format": FORMAT,
                 "gpusbom": __version__,
-                "code": _code_fingerprint(),
+                "code": code_fingerprint(),
                 "collectors": dict(sorted(collectors.items())),
                 "limits": kept,
             },
