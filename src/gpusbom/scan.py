@@ -137,6 +137,9 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
     else:
         req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
     _freeze_loaded(req)
+    from . import _gc
+
+    _gc.resume()  # paused by the CLI while it loaded (gpusbom._gc)
     manager: Any = progress if isinstance(progress, contextlib.AbstractContextManager) \
         else contextlib.nullcontext()
     with manager:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .db import Advisory, AdvisoryDB
 
-__all__ = ["Indexed", "decode", "load"]
+__all__ = ["Indexed", "decode", "lookup", "store"]
 
 FORMAT = 1
 #: cache files kept (a bundled snapshot and an updated database, with room for a change)
@@ -56,7 +56,7 @@ class Indexed:
     """A validated database's records and index, read back from the cache; records are built
     on first use (``validate_record``), each once."""
 
-    def __init__(self, got: Any) -> None:
+    def __init__(self, got: Any, build: Callable[[dict[str, Any]], Advisory]) -> None:
         if not isinstance(got, dict) or got.get("format") != FORMAT:
             raise ValueError("not an advisory index")
         records, triples = got["records"], got["triples"]
@@ -81,6 +81,7 @@ class Indexed:
         self.feeds: list[dict[str, Any]] = feeds
         self.kev: dict[str, dict[str, str]] = kev
         self.descriptions: dict[str, str] = descriptions
+        self._build = build
         self._built: dict[int, Advisory] = {}
 
     def __len__(self) -> int:
@@ -90,9 +91,7 @@ class Indexed:
         """Record ``i`` (in the database's order: by id), built on first use."""
         adv = self._built.get(i)
         if adv is None:
-            from .db import validate_record
-
-            adv = self._built[i] = validate_record(
+            adv = self._built[i] = self._build(
                 marshal.loads(self.records[i]))  # noqa: S302 - the user's own cache, written below
         return adv
 
@@ -100,14 +99,13 @@ class Indexed:
         return [self.at(i) for i in range(len(self.records))]
 
 
-def _key(data: bytes, trusted: bool) -> str:
+def _key(data: bytes, trusted: bool, targets: dict[str, Any]) -> str:
     from .. import __version__
     from .._codeid import code_fingerprint
-    from .db import TARGETS
 
     h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{code_fingerprint()}\0{int(trusted)}\0"
                        .encode())
-    h.update(json.dumps(TARGETS, sort_keys=True).encode())
+    h.update(json.dumps(targets, sort_keys=True).encode())
     h.update(b"\0")
     h.update(data)
     return h.hexdigest()
@@ -119,27 +117,21 @@ def _dir() -> Path:
     return tables_dir()
 
 
-def load(data: bytes, *, source: str, trusted: bool,
-         full: Callable[[], AdvisoryDB]) -> AdvisoryDB:
-    """The database in ``data``: from the cache when these bytes were validated before by
-    this code, else ``full()`` (the whole validating load, whose errors propagate), which is
-    then stored."""
-    from .db import AdvisoryDB
-
-    path = _dir() / f"advisories-{_key(data, trusted)[:40]}.marshal"
+def lookup(data: bytes, *, trusted: bool, targets: dict[str, Any],
+           build: Callable[[dict[str, Any]], Advisory]) -> tuple[Path, Indexed | None]:
+    """Where the index of ``data`` (a database file's bytes) lives, and the index when these
+    bytes were validated before by this code with these ``targets`` (``db.TARGETS``);
+    ``build`` makes an advisory of a record (``db.validate_record``)."""
+    path = _dir() / f"advisories-{_key(data, trusted, targets)[:40]}.marshal"
     try:
         with open(path, "rb") as f:
-            ix = Indexed(marshal.load(f))  # noqa: S302 - the user's own cache, written below
+            return path, Indexed(marshal.load(f), build)  # noqa: S302 - the user's own cache, written below
     except (OSError, EOFError, ValueError, TypeError, KeyError):
-        ix = None
-    if ix is not None:
-        return AdvisoryDB.from_index(ix, source=source)
-    db = full()
-    _store(path, db)
-    return db
+        return path, None
 
 
-def _store(path: Path, db: AdvisoryDB) -> None:
+def store(path: Path, db: AdvisoryDB) -> None:
+    """Keep ``db`` (loaded whole and validated from the bytes ``path`` was named for)."""
     triples: list[tuple[int, int, str]] = []
     for ai, adv in enumerate(db.advisories):
         for vi, vuln in enumerate(adv.vulnerabilities):

@@ -444,12 +444,21 @@ def load_bundle_text(text: str, *, source: str, trusted: bool = False) -> Adviso
 @functools.lru_cache(maxsize=1)
 def load_bundled() -> AdvisoryDB:
     """The snapshot shipped with gpusbom (``gpusbom/data/advisories.json``)."""
-    from ._dbcache import decode, load
+    return _load_file(read_bytes("gpusbom", "data/advisories.json"), source="bundled",
+                      trusted=True)
 
-    data = read_bytes("gpusbom", "data/advisories.json")
-    # validated whole on the first load of these bytes, then read from its index
-    return load(data, source="bundled", trusted=True,
-                full=lambda: load_bundle_text(decode(data), source="bundled", trusted=True))
+
+def _load_file(data: bytes, *, source: str, trusted: bool) -> AdvisoryDB:
+    """A database file's bytes, validated whole on their first load, then read from their
+    index in the user cache (``_dbcache``)."""
+    from . import _dbcache
+
+    path, ix = _dbcache.lookup(data, trusted=trusted, targets=TARGETS, build=validate_record)
+    if ix is not None:
+        return AdvisoryDB.from_index(ix, source=source)
+    db = load_bundle_text(_dbcache.decode(data), source=source, trusted=trusted)
+    _dbcache.store(path, db)
+    return db
 
 
 def _parse_stamp(stamp: str) -> datetime | None:
@@ -503,16 +512,13 @@ def user_db_path() -> Path:
 def load_user() -> AdvisoryDB | None:
     """The updated database in the user cache; None when absent or not valid (a broken
     file never hides the bundled snapshot)."""
-    from ._dbcache import decode, load
-
     p = user_db_path()
     try:
         data = p.read_bytes()
     except OSError:
         return None
     try:
-        return load(data, source=str(p), trusted=False,
-                    full=lambda: load_bundle_text(decode(data), source=str(p)))
+        return _load_file(data, source=str(p), trusted=False)
     except AdvisoryError:
         return None
 

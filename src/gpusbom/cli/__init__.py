@@ -29,6 +29,9 @@ def run() -> None:
 
         print(f"gpusbom {__version__}")
         sys.exit(0)
+    from .. import _gc
+
+    _gc.pause()  # no collection while the framework and the command load (gpusbom._gc)
     from .app import main
 
     _exit(main())

@@ -53,15 +53,29 @@ def setup_debug(debug: bool) -> None:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 
 
+def loads_first(func: F) -> F:
+    """Mark a command that resumes the garbage collector itself once it has loaded what it
+    keeps (``gpusbom._gc``; ``scan``); put it under :func:`exits`."""
+    func._gpusbom_loads_first = True  # type: ignore[attr-defined]
+    return func
+
+
 def exits(func: F) -> F:
     """Make a command's return value (an exit code; None is 0) its exit status, and every
     error one line on stderr with its documented exit code (:func:`fail`). ``--debug``
-    (the command's ``debug`` parameter) shows debug logs and tracebacks."""
+    (the command's ``debug`` parameter) shows debug logs and tracebacks. The garbage
+    collector, paused while the CLI loads (``gpusbom._gc``), runs again from the command's
+    start, unless the command says it resumes it itself (:func:`loads_first`)."""
+    resumes_later = getattr(func, "_gpusbom_loads_first", False)
 
     @functools.wraps(func)
     def command(*args: Any, **kwargs: Any) -> None:
         import typer
 
+        if not resumes_later:
+            from .. import _gc
+
+            _gc.resume()
         debug = bool(kwargs.get("debug"))
         setup_debug(debug)
         try:

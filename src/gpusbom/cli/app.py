@@ -139,10 +139,12 @@ def _tune_gc() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising."""
+    from .. import _gc
     from .._alloc import tune_allocator
 
     tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)
     _tune_gc()
+    _gc.pause()  # while the command loads (gpusbom._gc); resumed at the latest below
     try:
         rv = command(sys.argv[1:] if argv is None else argv)(args=argv, standalone_mode=False)
     except typer.Exit as exc:
@@ -158,4 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         if type(exc).__name__ == "Abort":
             return 130
         return _fail(exc, "--debug" in (argv if argv is not None else sys.argv))
+    finally:
+        _gc.resume()
     return rv if isinstance(rv, int) else EXIT_OK

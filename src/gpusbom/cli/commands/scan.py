@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 
 from .. import scan_options as o
-from .._common import exits
+from .._common import exits, loads_first
 from ..app import app
 
 
 @app.command()
 @exits
+@loads_first
 def scan(
     target: o.Target = None, image: o.Image = None, output: o.Output = None,
     source: o.Source = None, platform: o.Platform = None,
