@@ -162,20 +162,32 @@ class FsView:
 
     def _kids(self) -> dict[str, set[str]]:
         if self._children is None:
+            entries = self._entries
             ch: dict[str, set[str]] = {}
-            for p in self._entries:
-                if p != "/":
-                    q = p
-                    while q != "/":
-                        par = _parent(q)
-                        s = ch.get(par)
-                        if s is None:
-                            ch[par] = {q}
-                        else:
-                            if q in s:
-                                break
-                            s.add(q)
-                        q = par
+            for p in entries:  # each entry in its parent's set
+                if p == "/":
+                    continue
+                i = p.rfind("/")
+                par = p[:i] if i > 0 else "/"
+                s = ch.get(par)
+                if s is None:
+                    ch[par] = {p}
+                else:
+                    s.add(p)
+            # then the parents that are no entry (a tar without directory members), up to
+            # the root: one pass over the entries, not a climb from each
+            todo = [d for d in ch if d != "/" and d not in entries]
+            while todo:
+                q = todo.pop()
+                i = q.rfind("/")
+                par = q[:i] if i > 0 else "/"
+                s = ch.get(par)
+                if s is None:
+                    ch[par] = {q}
+                    if par != "/" and par not in entries:
+                        todo.append(par)
+                else:
+                    s.add(q)
             self._children = ch
         return self._children
 
