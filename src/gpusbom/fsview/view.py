@@ -96,6 +96,8 @@ class FsView:
         self._by_base: dict[str, list[str]] | None = None  # base name -> its paths
         self._globbed: dict[str, list[str]] = {}  # pattern -> glob(): entries never change
         self._by_index = {ref.index: ref for ref in self.layers}
+        #: no layer has a diff_id (a host or a directory): layer_of is None for every path
+        self._no_diff_ids = all(ref.diff_id is None for ref in self.layers)
         self.unreadable: list[str] = []  # paths from_directory could not read (EACCES)
         self.file_count = 0  # entries seen while building the view, kept or not
         #: (kind, path) -> a parse of that file made while walking (``collectors/_premade.py``)
@@ -395,6 +397,8 @@ class FsView:
         return len(self._entries)
 
     def layer_of(self, path: str) -> str | None:
+        if self._no_diff_ids:  # no look-up: whatever the entry, its layer has no diff_id
+            return None
         try:
             e = self.lookup(path)
         except UnsafeArchiveError:

@@ -35,7 +35,9 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
             continue
         p = e.path
         try:
-            if p.endswith(".dist-info/METADATA"):
+            if p.endswith((".dist-info/METADATA", ".egg-info/PKG-INFO", ".egg-info")):
+                # a wheel's METADATA, an egg's PKG-INFO or a lone .egg-info file: the same
+                # core metadata (Debian's python3-* packages install eggs)
                 out["py-metadata", p] = parse_core_metadata(
                     c.read().decode("utf-8", errors="replace"))
             elif p.endswith(".dist-info/RECORD"):
