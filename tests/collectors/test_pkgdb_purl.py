@@ -1,6 +1,6 @@
 """``collectors/_pkgdb.plain_purl`` writes the same purl as packageurl-python (the oracle) on
-every package of this machine's and the host fixtures' dpkg status files, and declines (None)
-the parts packageurl would change."""
+every package of this machine's and the host fixtures' dpkg status files and on every Python
+distribution of the host fixtures, and declines (None) the parts packageurl would change."""
 
 from __future__ import annotations
 
@@ -55,6 +55,14 @@ ODD = [
     ("deb", None, "a", None, {}),
     ("apk", "alpine", "Name", "1", {}),
     ("rpm", "redhat", "kernel", "0:5.14.0-1.el9", {"arch": "x86_64", "epoch": "0"}),
+    ("pypi", None, "torch", "2.5.1+cu124", {}),
+    ("pypi", None, "Torch", "2.5.1", {}),
+    ("pypi", None, "typing_extensions", "4.12.2", {}),
+    ("pypi", None, "x", "1!2.0", {}),
+    ("pypi", None, "x", "1.0@rc1", {}),
+    ("pypi", "ns", "x", "1", {}),
+    ("pypi", None, "x", "1", {"arch": "x"}),
+    ("pypi", None, "nvidia-cublas-cu12", None, {}),
 ]
 
 
@@ -65,3 +73,19 @@ def test_odd_parts(parts: tuple[str, str | None, str, str | None, dict[str, str]
     if got is not None:
         assert got == _oracle(t, ns, name, ver, q)
     assert distro_purl(t, ns, name, ver, {}, **q) == _oracle(t, ns, name, ver, q)
+
+
+def test_real_python_distributions() -> None:
+    """Every dist-info of the host fixtures (a torch venv among them): the python
+    collector's purl is packageurl's, and the shortcut is taken."""
+    from gpusbom.collectors.python import parse_core_metadata, pypi_purl
+
+    metas = sorted((ROOT / "fixtures/hosts").glob("**/*.dist-info/METADATA"))
+    assert len(metas) > 50
+    fast = 0
+    for meta in metas:
+        dist = parse_core_metadata(meta.read_text(encoding="utf-8", errors="replace"))
+        want = _oracle("pypi", None, dist.canonical_name, dist.version, {})
+        assert pypi_purl(dist) == want
+        fast += plain_purl("pypi", None, dist.canonical_name, dist.version, {}) is not None
+    assert fast == len(metas)

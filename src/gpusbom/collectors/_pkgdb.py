@@ -154,12 +154,15 @@ def _q(s: str) -> str:
 
 def plain_purl(purl_type: str, namespace: str | None, name: str, version: str | None,
                qualifiers: dict[str, str]) -> str | None:
-    """``PackageURL(...).to_string()`` without its two normalisation passes, for a ``deb`` or
-    ``rpm`` purl whose parts are plain (hundreds a scan: a tenth of a small image's collection
-    time); None when a part needs packageurl's own rules. ``tests/collectors/test_pkgdb_purl.py``
+    """``PackageURL(...).to_string()`` without its two normalisation passes, for a ``deb``,
+    ``rpm`` or ``pypi`` (a canonical name, no namespace or qualifiers) purl whose parts are
+    plain (hundreds a scan: a tenth of a small image's collection time); None when a part
+    needs packageurl's own rules. ``tests/collectors/test_pkgdb_purl.py``
     checks it against packageurl-python on every package of real status files and odd parts."""
-    if purl_type not in ("deb", "rpm") or not _PLAIN.fullmatch(name):
+    if purl_type not in ("deb", "rpm", "pypi") or not _PLAIN.fullmatch(name):
         return None
+    if purl_type == "pypi" and (namespace or qualifiers or "_" in name or name != name.lower()):
+        return None  # packageurl lower-cases a pypi name and writes "-" for "_"
     if (namespace and not _PLAIN.fullmatch(namespace)) or (
             version and not _PLAIN.fullmatch(version)):
         return None

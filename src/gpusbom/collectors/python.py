@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
+from ._pkgdb import plain_purl
 from ._premade import premade
 from .base import VIEW_ERRORS, CollectContext, Collector
 
@@ -212,7 +213,26 @@ def parse_installed_files(text: str, egg_info_dir: str) -> Iterator[str]:
             yield p
 
 
+def installer_name(text: str) -> str | None:
+    """The tool an ``INSTALLER`` file names (its first line, at most 100 characters)."""
+    first = text.strip().splitlines()
+    return first[0].strip()[:100] or None if first else None
+
+
+def _read_installer(ctx: CollectContext, path: str) -> tuple[str | None]:
+    try:
+        if not ctx.fs.exists(path):
+            return (None,)
+        return (installer_name(ctx.fs.read_text(path)),)
+    except VIEW_ERRORS as e:
+        ctx.unknown(f"cannot read INSTALLER: {e}", path)
+        return (None,)
+
+
 def pypi_purl(dist: PyDistribution) -> str:
+    fast = plain_purl("pypi", None, dist.canonical_name, dist.version, {})
+    if fast is not None:
+        return fast
     return PackageURL(type="pypi", name=dist.canonical_name, version=dist.version).to_string()
 
 
@@ -305,11 +325,5 @@ class PythonCollector(Collector):
 
     @staticmethod
     def _installer(ctx: CollectContext, path: str) -> str | None:
-        try:
-            if not ctx.fs.exists(path):
-                return None
-            first = ctx.fs.read_text(path).strip().splitlines()
-        except VIEW_ERRORS as e:
-            ctx.unknown(f"cannot read INSTALLER: {e}", path)
-            return None
-        return first[0].strip()[:100] or None if first else None
+        (got,) = premade(ctx.fs, "py-installer", path, partial(_read_installer, ctx, path))
+        return got

@@ -25,7 +25,7 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     from ..collectors.base import GroupedPaths
     from ..collectors.cuda import header_versions, header_wanted
     from ..collectors.dpkg import parse_dpkg_list, parse_dpkg_status
-    from ..collectors.python import parse_core_metadata, parse_record
+    from ..collectors.python import installer_name, parse_core_metadata, parse_record
     from ..collectors.triton import _TOOL_MAX, _TOOL_RX, NVIDIA_TOOLS, tool_release
 
     out: dict[tuple[str, str], Any] = {}
@@ -40,6 +40,9 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
                 # core metadata (Debian's python3-* packages install eggs)
                 out["py-metadata", p] = parse_core_metadata(
                     c.read().decode("utf-8", errors="replace"))
+            elif p.endswith(".dist-info/INSTALLER"):
+                out["py-installer", p] = (installer_name(c.read().decode("utf-8",
+                                                                        errors="replace")),)
             elif p.endswith(".dist-info/RECORD"):
                 # grouped by directory: claimed per directory (collectors/base.py)
                 out["py-record", p] = GroupedPaths.of(parse_record(
@@ -72,6 +75,7 @@ def warm() -> None:
         "/w/x-1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: x\nVersion: 1\n"
                                      b"Requires-Dist: y>=1\nAuthor-email: A <a@b.c>\n",
         "/w/x-1.dist-info/RECORD": b"x/__init__.py,,\n",
+        "/w/x-1.dist-info/INSTALLER": b"pip\n",
         _INFO + "x.list": b"/.\n/usr\n",
         STATUS: b"Package: x\nStatus: install ok installed\nVersion: 1\n\n",
         "/w/include/cuda.h": b"#define CUDA_VERSION 12040\n",
