@@ -12,8 +12,12 @@ Meant for a many-core GPU host (the H200 machines): it needs no network and no D
 2. Floors, each over the same blobs: every layer inflated by one ISA-L thread, all layers
    at once (wall: the parallel floor; per layer: the single-thread time, the largest
    layer's among them); sha256 of every blob; the CPU they add up to, divided by the cores.
-   rapidgzip's command line alone on the largest blob (2, 4, 8, 16 threads; not with
-   ``--skip-raw``).
+   The bound of parallel inflate (not with ``--skip-raw``): rapidgzip's command line alone
+   on the largest blob (4, 8 and all cores' threads, with gpusbom's chunk size;
+   ``--raw-threads`` picks other counts, ``--raw-chunk`` adds
+   16-thread runs with other chunk sizes) and on the two largest blobs side by side with
+   half the cores each; wall, CPU seconds (against ISA-L's on the same blobs) and peak RSS
+   of each child, printed beside the target (1.3 x the total-CPU floor over the cores).
 3. ``gpusbom scan`` of the layout: on all cores with the default ``--max-memory`` and with
    2G (``--repeat`` times each, with each layer's timeline from ``GPUSBOM_DEBUG_INFLATE``),
    with parallel inflate off (``GPUSBOM_INFLATE_THREADS=1``), on half the cores; wall, CPU
@@ -43,6 +47,7 @@ import json
 import multiprocessing
 import os
 import pstats
+import re
 import resource
 import shutil
 import statistics
@@ -61,6 +66,7 @@ GB = 1e9
 
 results: dict[str, object] = {}
 out_dir = Path(".")
+isal_cpu: dict[str, float] = {}  # blob path -> CPU-s of one ISA-L thread inflating it
 
 
 def log(msg: str) -> None:
@@ -296,6 +302,8 @@ def floors(blobs: list[str], cpus: int) -> None:
     inflate_cpu = sum(x[2] for x in inf)
     sha_cpu = sum(x[2] for x in sha)
     big = max(inf, key=lambda x: x[3])
+    # ISA-L's CPU per blob: rapidgzip's CPU on the same blobs is compared with it
+    isal_cpu.update({x[0]: x[2] for x in inf})
     results["floors"] = {
         "parallel_inflate_wall_s": round(par, 2),
         "sequential_inflate_sum_s": round(sum(x[1] for x in inf), 2),
@@ -459,8 +467,15 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
         "process_peaks": sorted(((k, m, p) for p, (k, m) in peak_of.items()), key=lambda x: -x[1]),
         "busy_cores_per_quarter_s": busy,
     }
+    text = err.decode(errors="replace")
+    # GPUSBOM_DEBUG_INFLATE: start-up, the layers, and what follows them (collectors, output)
+    m = re.search(r"layer workers started ([\d.]+) s after the process, layers read and "
+                  r"received ([\d.]+) s later", text)
+    if m:
+        out["start_s"], out["layers_s"] = float(m.group(1)), float(m.group(2))
+        out["tail_s"] = round(wall - out["start_s"] - out["layers_s"], 2)
     if proc.returncode not in (0, 1) or (env or {}).get("GPUSBOM_DEBUG_INFLATE"):
-        out["stderr"] = err.decode(errors="replace")[-4000:]  # type: ignore[assignment]
+        out["stderr"] = text[-8000:]  # type: ignore[assignment]
     return out
 
 
@@ -490,6 +505,11 @@ def main() -> int:
     ap.add_argument("--skip-image", action="store_true")
     ap.add_argument("--skip-host", action="store_true", help="only the image measurements")
     ap.add_argument("--skip-raw", action="store_true", help="no rapidgzip command-line runs")
+    ap.add_argument("--raw-threads", type=int, action="append",
+                    help="rapidgzip alone on the largest blob with this many threads (default 4, 8; "
+                         "all cores always)")
+    ap.add_argument("--raw-chunk", type=int, action="append",
+                    help="also rapidgzip alone on the largest blob with this chunk size (KiB)")
     ap.add_argument("--variant", action="append",
                     help="more scans: LABEL:REPEAT:ARG,ARG:KEY=VALUE,KEY=VALUE")
     ap.add_argument("--only", action="append", help="scan only these variant labels")
@@ -522,21 +542,101 @@ def main() -> int:
     return 0
 
 
-def rapidgzip_raw(blob: str, threads: int) -> dict[str, float]:
-    """rapidgzip's own command line on one blob (as gpusbom runs it), read from a pipe."""
+def rapidgzip_raw(blobs: list[str], threads: int, chunk_kib: int) -> dict[str, object]:
+    """rapidgzip's own command line (as gpusbom runs it) on ``blobs`` side by side, ``threads``
+    each, every output read from a pipe: wall time of all, and per child its wall, CPU
+    seconds (user + system, from wait4) against ISA-L's on that blob, and peak RSS."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys, rapidgzip; sys.argv[0] = 'rapidgzip'; sys.exit(rapidgzip.cli())",
-         "-d", "-c", "-q", "-P", str(threads), blob],
-        stdout=subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    n = 0
-    while b := os.read(fd, 4 << 20):
-        n += len(b)
-    proc.wait()
-    return {"threads": threads, "wall_s": round(time.perf_counter() - t0, 2), "bytes": n}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys, rapidgzip; sys.argv[0] = 'rapidgzip'; sys.exit(rapidgzip.cli())",
+             "-d", "-c", "-q", "-P", str(threads), "--chunk-size", str(chunk_kib), blob],
+            stdout=subprocess.PIPE,
+        )
+        for blob in blobs
+    ]
+    counts = [0] * len(blobs)
+    ends = [0.0] * len(blobs)
+
+    def drain(k: int) -> None:
+        fd = procs[k].stdout.fileno()  # type: ignore[union-attr]
+        while b := os.read(fd, 4 << 20):
+            counts[k] += len(b)
+        ends[k] = time.perf_counter() - t0
+
+    readers = [threading.Thread(target=drain, args=(k,)) for k in range(len(blobs))]
+    for th in readers:
+        th.start()
+    for th in readers:
+        th.join()
+    children = []
+    for k, proc in enumerate(procs):
+        _, status, ru = os.wait4(proc.pid, 0)
+        cpu = ru.ru_utime + ru.ru_stime
+        base = isal_cpu.get(blobs[k])
+        children.append({
+            "blob_bytes": os.path.getsize(blobs[k]),
+            "bytes": counts[k],
+            "wall_s": round(ends[k], 2),
+            "cpu_s": round(cpu, 2),
+            "isal_cpu_s": round(base, 2) if base else None,
+            "cpu_vs_isal": round(cpu / base, 2) if base else None,
+            "peak_rss_mib": ru.ru_maxrss >> 10,
+            "ok": os.waitstatus_to_exitcode(status) == 0,
+        })
+    return {
+        "threads_each": threads,
+        "chunk_kib": chunk_kib,
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "cpu_s": round(sum(c["cpu_s"] for c in children), 2),  # type: ignore[misc]
+        "children": children,
+    }
+
+
+def parallel_inflate_bound(blobs: list[str], cpus: int, chunks: list[int], threads: list[int]) -> None:
+    """The bound of any scan that must inflate (and so verify) the largest layers: rapidgzip
+    alone on the largest blob, and on the two largest side by side, beside the target."""
+    from gpusbom.fsview.decompress import PARALLEL_CHUNK_KIB
+
+    by_size = sorted(blobs, key=os.path.getsize, reverse=True)
+    fl = results["floors"]
+    target = 1.3 * fl["total_cpu_s"] / cpus  # type: ignore[index]
+    runs: list[dict[str, object]] = []
+    for t in sorted({*threads, cpus}):
+        runs.append({"what": f"largest blob, {t} threads", **rapidgzip_raw(by_size[:1], t, PARALLEL_CHUNK_KIB)})
+    for ck in chunks:
+        if ck != PARALLEL_CHUNK_KIB:
+            runs.append({"what": f"largest blob, {cpus} threads, {ck} KiB chunks",
+                         **rapidgzip_raw(by_size[:1], cpus, ck)})
+    half = max(1, cpus // 2)
+    runs.append({"what": f"two largest blobs side by side, {half} threads each",
+                 **rapidgzip_raw(by_size[:2], half, PARALLEL_CHUNK_KIB)})
+    alone = next(r for r in runs if r["what"] == f"largest blob, {cpus} threads")
+    both = runs[-1]
+    results["parallel_inflate_bound"] = {
+        "target_s": round(target, 2),
+        "largest_alone_all_cores_s": alone["wall_s"],
+        "two_largest_side_by_side_s": both["wall_s"],
+        "runs": runs,
+    }
+    for r in runs:
+        kids = "; ".join(
+            f"{c['wall_s']} s, {c['cpu_s']} CPU-s ({c['cpu_vs_isal']}x ISA-L's {c['isal_cpu_s']}), "
+            f"{c['peak_rss_mib']} MiB" for c in r["children"]  # type: ignore[attr-defined]
+        )
+        log(f"rapidgzip alone, {r['what']}: {r['wall_s']} s wall, {r['cpu_s']} CPU-s [{kids}]")
+    if alone["wall_s"] > target:  # type: ignore[operator]
+        verdict = "the largest layer's inflate alone is above the target"
+    elif both["wall_s"] > target:  # type: ignore[operator]
+        verdict = "the two largest layers' inflate side by side is above the target"
+    else:
+        verdict = "both within the target"
+    results["parallel_inflate_bound"]["verdict"] = verdict  # type: ignore[index]
+    log(f"bound: target 1.3 x {fl['total_cpu_s']} CPU-s / {cpus} cores = {target:.2f} s; "  # type: ignore[index]
+        f"rapidgzip alone on the largest blob ({cpus} threads) {alone['wall_s']} s, the two "
+        f"largest side by side ({half} threads each) {both['wall_s']} s: {verdict}")
+    save()
 
 
 def host_and_small(work: Path, cache_env: dict[str, str]) -> None:
@@ -589,10 +689,8 @@ def image_runs(work: Path, site: str, cuda: str, args: argparse.Namespace, cpus:
                cache_env: dict[str, str]) -> None:
     layout, blobs = build(work, site, cuda, args.target_gb * GB)
     floors(blobs, cpus)
-    biggest = max(blobs, key=os.path.getsize)
     if not args.skip_raw:
-        results["rapidgzip_raw_largest_blob"] = [rapidgzip_raw(biggest, t) for t in (2, 4, 8, 16)]
-        log(f"rapidgzip alone on the largest blob: {results['rapidgzip_raw_largest_blob']}")
+        parallel_inflate_bound(blobs, cpus, args.raw_chunk or [], args.raw_threads or [4, 8])
     ref = f"oci:{layout}"
     scan = ["scan", ref, "-q", "-o", "json=/dev/null"]
     dbg = {**cache_env, "GPUSBOM_DEBUG_INFLATE": "1"}
@@ -614,6 +712,15 @@ def image_runs(work: Path, site: str, cuda: str, args: argparse.Namespace, cpus:
             log(f"scan {cpus} cores {label}: " + json.dumps({k: v for k, v in rows[-1].items() if k != "stderr"}))
             log("   " + str(rows[-1].get("stderr", "")).replace("\n", "\n   "))
         results[f"scan_all_cores_{label}"] = med(rows)
+        bound = results.get("parallel_inflate_bound", {})
+        fl = results["floors"]
+        log(f"scan {label}: wall {[r['wall_s'] for r in rows]} s, CPU {[r['cpu_s'] for r in rows]} s, "
+            f"peak PSS {[r['peak_tree_pss_mib'] for r in rows]} MiB; start {[r.get('start_s') for r in rows]}, "
+            f"layers {[r.get('layers_s') for r in rows]}, tail {[r.get('tail_s') for r in rows]} s; "
+            f"target {1.3 * fl['total_cpu_s'] / cpus:.2f} s, rapidgzip alone on the largest "  # type: ignore[index]
+            f"blob {bound.get('largest_alone_all_cores_s')} s, the two largest side by side "  # type: ignore[union-attr]
+            f"{bound.get('two_largest_side_by_side_s')} s, the largest by one ISA-L thread "  # type: ignore[union-attr]
+            f"{fl['largest_layer_single_thread_inflate_s']} s")  # type: ignore[index]
         save()
     for n in args.cores or []:
         sub = sorted(os.sched_getaffinity(0))[:n]

@@ -118,5 +118,5 @@ def test_tree_stays_under_max_memory(cap: int, tmp_path: Path) -> None:
     assert children, "no rapidgzip child was seen"
     assert peak <= cap, f"tree peak {peak} MiB over --max-memory {cap}M"
     assert peak <= plan.memory_mib(), f"tree peak {peak} MiB over the estimate {plan.memory_mib()}"
-    figure = schedule.PARALLEL_BASE_MIB + schedule.PARALLEL_THREAD_MIB * threads
+    figure = schedule.PARALLEL_BASE_MIB + plan.per_thread_mib * threads
     assert max(children) <= figure, f"rapidgzip child {max(children)} MiB, counted {figure}"

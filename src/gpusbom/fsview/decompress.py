@@ -228,14 +228,15 @@ _PIPE_READ = 4 << 20
 #: libraries (development VM, peak RSS, -P 2 / 4 / 8) took 174 / 283 / 459 MB with 4 MiB
 #: chunks and 130 / 195 / 333 MB with 2 MiB, but 2 MiB cost 15% more CPU, and on a 16-core
 #: H200 host the two large layers of a 13 GB image ended 7.5-7.8 s after the start instead
-#: of 6.2-7.0 s (the scan 8.9 s instead of 7.6-8.1 s); ``GPUSBOM_RAPIDGZIP_CHUNK_KIB``
-#: overrides.
+#: of 6.2-7.0 s (the scan 8.9 s instead of 7.6-8.1 s) with the same workers and threads.
+#: ``sources.schedule`` gives a layer 2 MiB chunks (``Limits.inflate_chunk_kib``) where
+#: the memory they save keeps a worker; ``GPUSBOM_RAPIDGZIP_CHUNK_KIB`` overrides both.
 PARALLEL_CHUNK_KIB = 4096
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); Python 3.10 names it, older ones do not
 
 
-
-def _chunk_kib() -> int:
+def parallel_chunk_kib() -> int:
+    """The chunk size given to rapidgzip (``sources.schedule`` counts its memory by it)."""
     env = os.environ.get("GPUSBOM_RAPIDGZIP_CHUNK_KIB", "")
     return int(env) if env.isdigit() and 64 <= int(env) <= 65536 else PARALLEL_CHUNK_KIB
 
@@ -246,7 +247,7 @@ class _Inflater:
     The child gets the blob's descriptor and nothing else (no shell, no image content on
     its command line); it is killed when the reader stops early."""
 
-    def __init__(self, span: BlobSpan, threads: int) -> None:
+    def __init__(self, span: BlobSpan, threads: int, chunk_kib: int) -> None:
         import subprocess
         import tempfile
 
@@ -263,7 +264,7 @@ class _Inflater:
                     "-P",
                     str(max(1, threads)),
                     "--chunk-size",
-                    str(_chunk_kib()),
+                    str(chunk_kib),
                     f"/dev/fd/{span.fd}",
                 ],
                 stdin=subprocess.DEVNULL,
@@ -497,7 +498,7 @@ class _Pipeline:
         child: _Inflater | None = None
         try:
             try:
-                child = _Inflater(span, threads)
+                child = _Inflater(span, threads, self.limits.inflate_chunk_kib or parallel_chunk_kib())
             except OSError as e:
                 reason = f"start: {e}"
             if child is not None:

@@ -46,7 +46,7 @@ FORMAT = 1
 DEFAULT_MAX_SIZE = 2 << 30
 # layers whose captured content spilled to temp files beyond this are not stored
 MAX_SPOOLED_PER_LAYER = 256 << 20
-_NOT_KEYED = ("max_memory", "inflate_threads", "shadow_key")
+_NOT_KEYED = ("max_memory", "inflate_threads", "inflate_chunk_kib", "shadow_key")
 
 
 def default_dir() -> Path:

@@ -67,6 +67,9 @@ class Limits:
     max_memory: int = 1 << 30
     # threads granted to inflate this layer (set per layer by the scheduler; 0/1: one)
     inflate_threads: int = 0
+    # rapidgzip's chunk (KiB) for this layer's inflate threads (set by the scheduler with
+    # them; 0: ``fsview.decompress.parallel_chunk_kib()``)
+    inflate_chunk_kib: int = 0
     # keyed hash for ``LayerIndex.shadow_hashes`` that stays valid across processes (set
     # when layer results are cached, see ``fsview.layercache``); None: ``hash()``
     shadow_key: bytes | None = None

@@ -29,11 +29,21 @@ at the tree's peak, and their sum for that schedule (1,000 MiB) bounds the tree'
   (``collectors._classify``), such a worker measured 206-211 MiB there;
 * a rapidgzip child (4 MiB chunks, ``fsview.decompress.PARALLEL_CHUNK_KIB``) with 4
   threads: 147-235 MiB (own peaks 198-251); on its own on the VM, 174 / 283 / 459 MB peak
-  RSS with 2 / 4 / 8 threads: :data:`PARALLEL_BASE_MIB` plus :data:`PARALLEL_THREAD_MIB`
-  per thread.
+  RSS with 2 / 4 / 8 threads: :data:`PARALLEL_BASE_MIB` plus :func:`thread_mib` per thread.
+  A thread's share grows with the chunk (the chunks it decodes and those that wait decoded
+  in rapidgzip's prefetch cache, two per thread): on the VM the slope over 2 / 4 / 8
+  threads was 34 MiB per thread with 2 MiB chunks and 51 with 4 MiB; on the H200 host four
+  threads with 2 MiB chunks held 142-179 MiB. The CPU per byte falls as the chunk grows
+  (the start of each chunk is decoded without its window, by rapidgzip's own slower
+  inflate, before ISA-L takes over): alone on the 4.57 GB layer with 16 threads, 16.7 /
+  19.4 / 24.4 CPU-s with 4 / 2 / 1 MiB chunks (one ISA-L thread: 9.4).
 
-When they do not fit, workers are given up first down to four, then inflate threads down
-to two per layer, then workers down to two, then parallel inflate.
+When they do not fit, workers are given up first down to five, then parallel layers keep
+at most four inflate threads, then workers go down to four, inflate threads down to two
+(one at a time), workers down to two, then parallel inflate (:func:`_fit`). Where the cap
+takes both workers and threads with 4 MiB chunks, 2 MiB chunks are used if that keeps more
+workers: on the 16-core host the 13 GB image then reads with five workers instead of four
+(the small layers, which ended last, are done first) at the same 4 + 4 threads.
 """
 
 from __future__ import annotations
@@ -43,12 +53,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..fsview.decompress import PARALLEL_CHUNK_KIB, parallel_chunk_kib
+
 MAIN_MIB = 280
 MAIN_LAYERS_MIB = 40
 WORKER_MIB = 100
 PARALLEL_WORKER_MIB = 140
 PARALLEL_BASE_MIB = 40
-PARALLEL_THREAD_MIB = 50
+PARALLEL_THREAD_MIB = 50  # with 4 MiB chunks (thread_mib)
+# a thread's share: a fixed part and a part per MiB of chunk (20 + 7.5 x 4 = 50; with 2 MiB
+# chunks 35: four threads measured 142-179 MiB on the H200 host, 40 + 4 x 35 = 180)
+_THREAD_FIXED_MIB = 20
+_THREAD_PER_CHUNK_MIB = 7.5
+# the smaller chunk taken where memory would otherwise cost a worker (schedule_layers)
+PARALLEL_SMALL_CHUNK_KIB = 2048
 DEFAULT_MAX_MEMORY = 1 << 30
 # rapidgzip on the 4.57 GB layer of a 16-core host: 8 threads 2.39 s, 16 threads 2.34 s
 # (two such layers side by side with 8 each: 2.54 s); more threads add memory, not speed
@@ -67,18 +85,30 @@ def usable_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def thread_mib(chunk_kib: int | None = None) -> int:
+    """PSS counted per rapidgzip thread with ``chunk_kib`` chunks (None: those in effect)."""
+    kib = parallel_chunk_kib() if chunk_kib is None else chunk_kib
+    return math.ceil(_THREAD_FIXED_MIB + _THREAD_PER_CHUNK_MIB * kib / 1024)
+
+
 @dataclass(frozen=True)
 class LayerSchedule:
     order: list[int]  # plan positions, largest layer first
     processes: int  # worker processes (0: threads in this process)
     threads: list[int]  # inflate threads per plan position (1: sequential)
+    chunk_kib: int = PARALLEL_CHUNK_KIB  # rapidgzip's chunk for the layers given threads
+
+    @property
+    def per_thread_mib(self) -> int:
+        """What a rapidgzip thread counts with this plan's chunk (:func:`thread_mib`)."""
+        return thread_mib(self.chunk_kib)
 
     def memory_mib(self) -> int:
         """Estimated peak PSS of the tree: the larger of the layer phase (the layers that
         start together are the largest ones) and the parent after it."""
         running = self.order[: max(self.processes, 1)]
         layers = MAIN_LAYERS_MIB + sum(
-            PARALLEL_WORKER_MIB + PARALLEL_BASE_MIB + PARALLEL_THREAD_MIB * self.threads[i]
+            PARALLEL_WORKER_MIB + PARALLEL_BASE_MIB + self.per_thread_mib * self.threads[i]
             if self.threads[i] > 1
             else WORKER_MIB
             for i in running
@@ -121,19 +151,47 @@ def schedule_layers(
     if processes is None:
         processes = 0 if cpus < 4 or n <= 1 else min(n, max(3, cpus // 2))
     processes = min(processes, n)
-    sched = LayerSchedule(order, processes, threads)
-    # fit the memory cap: fewer workers (down to four), fewer inflate threads (down to two
-    # per layer), fewer workers (down to two), then no parallel inflate
-    while sched.memory_mib() > budget and sched.processes > 4:
-        sched = LayerSchedule(order, sched.processes - 1, threads)
-    while sched.memory_mib() > budget and any(t > 2 for t in threads):
-        big = max(range(n), key=lambda i: threads[i])
-        threads[big] = max(2, threads[big] // 2)
-        sched = LayerSchedule(order, sched.processes, threads)
-    while sched.memory_mib() > budget and sched.processes > 2:
-        sched = LayerSchedule(order, sched.processes - 1, threads)
-    while sched.memory_mib() > budget and any(t > 1 for t in threads):
+    forced = os.environ.get("GPUSBOM_RAPIDGZIP_CHUNK_KIB", "")
+    if forced:
+        return _fit(order, processes, threads, known, budget, parallel_chunk_kib())
+    sched = _fit(order, processes, list(threads), known, budget, PARALLEL_CHUNK_KIB)
+    cut_threads = any(t < w for t, w in zip(sched.threads, threads, strict=True) if w > 1)
+    if sched.processes < processes and cut_threads:
+        # memory, not cores, took both workers and inflate threads: smaller chunks (less
+        # memory per thread, more CPU per byte) are taken where they keep more workers
+        small = _fit(order, processes, list(threads), known, budget, PARALLEL_SMALL_CHUNK_KIB)
+        if small.processes > sched.processes:
+            return small
+    return sched
+
+
+def _fit(
+    order: list[int], processes: int, threads: list[int], known: list[int], budget: int, chunk_kib: int
+) -> LayerSchedule:
+    """``processes`` workers and ``threads`` (changed in place) fitted to ``budget`` MiB:
+    fewer workers down to five; then at most four inflate threads per layer (on the 16-core
+    host, threads beyond four never shortened the scan: 5+5, 6+6, 8+7 and 8+8 against 4+4,
+    while a fifth worker did); workers down to four; threads down to two, one at a time from
+    the layer with the most (of two with as many, the smaller layer's first); workers down
+    to two; then no parallel inflate."""
+    n = len(threads)
+    procs = processes
+
+    def plan() -> LayerSchedule:
+        return LayerSchedule(order, procs, threads, chunk_kib)
+
+    while plan().memory_mib() > budget and procs > 5:
+        procs -= 1
+    if plan().memory_mib() > budget:
+        threads[:] = [min(t, 4) for t in threads]
+    while plan().memory_mib() > budget and procs > 4:
+        procs -= 1
+    while plan().memory_mib() > budget and any(t > 2 for t in threads):
+        big = max(range(n), key=lambda i: (threads[i], -known[i]))
+        threads[big] -= 1
+    while plan().memory_mib() > budget and procs > 2:
+        procs -= 1
+    while plan().memory_mib() > budget and any(t > 1 for t in threads):
         small = min((i for i in range(n) if threads[i] > 1), key=lambda i: known[i])
         threads[small] = 1
-        sched = LayerSchedule(order, sched.processes, threads)
-    return sched
+    return plan()

@@ -127,18 +127,22 @@ def read_layers(
     if not store.parallel_safe or n <= 1 or total <= 1:
         out = []
         for i, layer in enumerate(plan.layers):
-            lctx = _with_threads(ctx, sched.threads[i])
+            lctx = _with_threads(ctx, sched.threads[i], sched.chunk_kib)
             li = store.read_layer(layer.path, layer, total, lctx)
             out.append(finish_layer(li, layer, store.label))
         return out
     return read_layers_parallel(store, plan, ctx, n)
 
 
-def _with_threads(ctx: ReadContext, threads: int) -> ReadContext:
-    """``ctx`` with ``threads`` inflate threads granted to its layer."""
-    if threads <= 1 or ctx.limits.inflate_threads == threads:
+def _with_threads(ctx: ReadContext, threads: int, chunk_kib: int) -> ReadContext:
+    """``ctx`` with ``threads`` inflate threads (of ``chunk_kib`` chunks) granted to its layer."""
+    if threads <= 1 or (
+        ctx.limits.inflate_threads == threads and ctx.limits.inflate_chunk_kib == chunk_kib
+    ):
         return ctx
-    return replace(ctx, limits=replace(ctx.limits, inflate_threads=threads))
+    return replace(
+        ctx, limits=replace(ctx.limits, inflate_threads=threads, inflate_chunk_kib=chunk_kib)
+    )
 
 
 class SharedSpool:
@@ -331,7 +335,11 @@ def _read_layer_in_child(i: int) -> LayerIndex:
     lctx = ReadContext(
         matcher=ctx.matcher,
         spool=_ForkSpool(ctx.spool, counter, i),  # type: ignore[arg-type]
-        limits=replace(ctx.limits, inflate_threads=threads) if threads > 1 else ctx.limits,
+        limits=(
+            replace(ctx.limits, inflate_threads=threads, inflate_chunk_kib=sched.chunk_kib)
+            if threads > 1 and sched is not None
+            else ctx.limits
+        ),
         progress=NullProgress(),
         platform=ctx.platform,
     )
