@@ -4,12 +4,23 @@ NVML reads what the loaded kernel driver knows; it never creates a CUDA
 context. ``pynvml`` is imported lazily: without it (or without a driver) the
 host scan goes on with sysfs and ``/proc/driver/nvidia`` alone.
 The same dict is what ``host-snapshot`` records as ``nvml.json``.
+
+``query_beside`` asks in a forked process while the scan walks: importing ``pynvml`` (a
+5,000-line module: 90 ms to compile where it has no bytecode) and its calls took the
+scanning process's interpreter lock for up to 0.12 s on an H200 host, when they ran on a
+thread beside the walk, and the scanning process could read back none of the walk's
+results meanwhile.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import os
+import pickle
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 ARCHITECTURES = {
     2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
@@ -45,6 +56,72 @@ def query() -> tuple[dict[str, Any] | None, str | None]:
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
+
+
+def query_beside() -> Callable[[], tuple[dict[str, Any] | None, str | None]]:
+    """``query`` started now in a forked process (this process must have no other thread
+    then); the returned function waits for its answer. A query process that dies (the
+    driver's library crashed it) is an answer too: NVML not available."""
+    return in_child(query, lambda status: (
+        None, f"NVML not available: its query process ended abnormally (status {status})"))
+
+
+def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T]:
+    """``fn()`` run in a forked process, started now; the returned function waits for its
+    value (pickled back through a pipe) or raises what it raised; ``died(wait status)`` when
+    the process ended without an answer. Without ``fork`` (or a pipe or a process to
+    spare), ``fn`` runs when its value is asked for."""
+    try:
+        r, w = os.pipe()
+    except (AttributeError, OSError):
+        return fn
+    try:
+        pid = os.fork()
+    except (AttributeError, OSError):
+        os.close(r)
+        os.close(w)
+        return fn
+    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload: tuple[str, Any] = ("ok", fn())
+            except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
+                payload = ("error", exc)
+            try:
+                data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - not picklable: the parent hears nothing
+                data, code = b"", 1
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view) :]
+        except BaseException:  # noqa: BLE001 - whatever happens, the child ends here
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def wait() -> _T:
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+        _, status = os.waitpid(pid, 0)
+        data = b"".join(chunks)
+        if not data:
+            return died(status)
+        kind, value = pickle.loads(data)  # noqa: S301 - our own fork
+        if kind == "error":
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    return wait
 
 
 def _query(nv: Any) -> dict[str, Any]:

@@ -44,17 +44,21 @@ class HostView:
     nvml_why: str | None  # why NVML was not queried (an unknown when there are NVIDIA GPUs)
 
 
-def _load_nvml(root: HostRoot, use_nvml: bool) -> tuple[dict[str, Any] | None, str | None]:
+def _load_nvml(root: HostRoot, use_nvml: bool
+               ) -> Callable[[], tuple[dict[str, Any] | None, str | None]]:
+    """NVML's answers, or why there are none: a function that gives them once the walk is
+    done (a live query runs meanwhile in its own process: ``nvml.query_beside``)."""
     recorded = root.snapshot_file("nvml.json")
     if os.path.isfile(recorded):
         with open(recorded, encoding="utf-8") as f:
             data: dict[str, Any] = loads_json(f.read())
-        return data, None
+        return lambda: (data, None)
     if not root.live:
-        return None, "NVML not queried: a mounted root's GPUs are not this machine's (no nvml.json)"
+        return lambda: (None, "NVML not queried: a mounted root's GPUs are not this machine's "
+                              "(no nvml.json)")
     if not use_nvml:
-        return None, "NVML not queried (--no-nvml)"
-    return nvml.query()
+        return lambda: (None, "NVML not queried (--no-nvml)")
+    return nvml.query_beside()
 
 
 #: what the stages after the walk import (collect, fuse, analyse, write JSON)
@@ -112,20 +116,12 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
     if not os.path.isdir(root):
         raise SourceNotFoundError(f"--root {root}: no such directory")
     hroot = HostRoot(root)
-    # NVML beside the walk: loading pynvml and the driver's library and asking each GPU
-    # waits on the driver (ctypes calls release the GIL) while the walk waits on the disk
-    nvml_out: list[tuple[dict[str, Any] | None, str | None]] = []
-    nvml_err: list[BaseException] = []
-
-    def load() -> None:
-        try:
-            nvml_out.append(_load_nvml(hroot, use_nvml))
-        except BaseException as exc:  # noqa: BLE001 - raised again in the scanning thread
-            nvml_err.append(exc)
-
-    nvml_thread = threading.Thread(target=load, name="gpusbom-nvml", daemon=True)
+    # NVML beside the walk, in a process of its own (forked before any thread starts):
+    # loading pynvml and the driver's library and asking each GPU waits on the driver
+    # while the walk waits on the disk
+    nvml_answer = _load_nvml(hroot, use_nvml)
     workers = default_workers()
-    threads = [nvml_thread]
+    threads = []
     if workers > 1:  # this process waits while the workers walk: import what comes after
         threads.append(threading.Thread(target=_import_later_stages, args=(beside,),
                                         name="gpusbom-imports", daemon=True))
@@ -140,9 +136,7 @@ def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits
                    workers=workers, started=started)
     for t in threads:  # no import runs in two threads at once past this point
         t.join()
-    if nvml_err:  # a damaged snapshot nvml.json: the scan's error, as before
-        raise nvml_err[0]
-    nvml_data, nvml_why = nvml_out[0]
+    nvml_data, nvml_why = nvml_answer()
     return HostView(fs=fs, root=hroot, nvml=nvml_data, nvml_why=nvml_why), host_target(hroot)
 
 
