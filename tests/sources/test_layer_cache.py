@@ -207,6 +207,19 @@ def test_eviction_and_planted_entries(tmp_path: Path) -> None:
     c.close()
 
 
+def test_entries_read_and_touched_in_batches(tmp_path: Path) -> None:
+    """An image's layers are looked up in one query per batch (many layers: several), and
+    the hits marked used; a key without an entry is simply absent."""
+    c = layercache.LayerCache(tmp_path / "l.sqlite", collectors={"x": "1"}, limits=Limits())
+    keys = [f"k{i}" for i in range(2 * layercache._BATCH + 7)]
+    c._db.executemany("INSERT INTO layers VALUES (?, ?, 1, 0)", [(k, k.encode()) for k in keys[::3]])
+    assert c._rows(keys) == {k: k.encode() for k in keys[::3]}
+    c._touch(keys[::3][:-1])
+    untouched = c._db.execute("SELECT key FROM layers WHERE used = 0").fetchall()
+    assert untouched == [(keys[::3][-1],)]
+    c.close()
+
+
 def test_key_changes_with_collectors_and_limits(tmp_path: Path) -> None:
     a = layercache.LayerCache(tmp_path / "l.sqlite", collectors={"x": "1"}, limits=Limits())
     b = layercache.LayerCache(tmp_path / "l.sqlite", collectors={"x": "2"}, limits=Limits())

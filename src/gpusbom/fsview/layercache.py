@@ -30,7 +30,6 @@ import io
 import json
 import os
 import pickle
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +46,8 @@ DEFAULT_MAX_SIZE = 2 << 30
 # layers whose captured content spilled to temp files beyond this are not stored
 MAX_SPOOLED_PER_LAYER = 256 << 20
 _NOT_KEYED = ("max_memory", "inflate_threads", "inflate_chunk_kib", "shadow_key")
+# keys per query (SQLite allows 999 parameters in a statement in older builds)
+_BATCH = 500
 
 
 def default_dir() -> Path:
@@ -122,7 +123,7 @@ class LayerCache:
             "size INTEGER NOT NULL, used REAL NOT NULL)"
         )
         self._db.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('shadow_key', ?)", (secrets.token_bytes(32),)
+            "INSERT OR IGNORE INTO meta VALUES ('shadow_key', ?)", (os.urandom(32),)  # secrets.token_bytes
         )
         row = self._db.execute("SELECT v FROM meta WHERE k = 'shadow_key'").fetchone()
         self.shadow_key = bytes(row[0])
@@ -177,16 +178,40 @@ class LayerCache:
         row = self._db.execute("SELECT data FROM layers WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
+        li = self._load(key, row[0], spool, limits)
+        if li is not None:
+            self._db.execute("UPDATE layers SET used = ? WHERE key = ?", (time.time(), key))
+        return li
+
+    def _load(self, key: str, data: bytes, spool: Any, limits: Limits) -> LayerIndex | None:
         try:
-            li = _Unpickler(io.BytesIO(row[0])).load()
+            li = _Unpickler(io.BytesIO(data)).load()
         except Exception:  # noqa: BLE001 - a damaged entry is a miss, and is dropped
             self._db.execute("DELETE FROM layers WHERE key = ?", (key,))
             return None
         if not isinstance(li, LayerIndex):
             return None
         _respool(li, spool, limits)
-        self._db.execute("UPDATE layers SET used = ? WHERE key = ?", (time.time(), key))
         return li
+
+    def _rows(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The stored entries of ``keys``, in one query per ``_BATCH`` keys."""
+        out: dict[str, bytes] = {}
+        for n in range(0, len(keys), _BATCH):
+            part = tuple(keys[n:n + _BATCH])
+            out.update(self._db.execute(
+                f"SELECT key, data FROM layers WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
+                part).fetchall())
+        return out
+
+    def _touch(self, keys: Sequence[str]) -> None:
+        """Mark ``keys`` used now (least recently used go first)."""
+        now = time.time()
+        for n in range(0, len(keys), _BATCH):
+            part = tuple(keys[n:n + _BATCH])
+            self._db.execute(
+                f"UPDATE layers SET used = ? WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
+                (now, *part))
 
     def put(self, key: str, li: LayerIndex) -> bool:
         if len(li.shadow_hashes) and li.shadow_salt != self.shadow_salt:
@@ -226,12 +251,18 @@ class LayerCache:
 
         layers: Sequence[Any] = plan.layers
         keys = [self.key(la.digest, la.diff_id, la.media_type) for la in layers]
+        # every layer's entry in one query, and one write for the hits' use time
+        rows = self._rows(list(dict.fromkeys(k for k in keys if k is not None)))
         got: dict[int, LayerIndex] = {}
+        used: list[str] = []
         for i, (la, key) in enumerate(zip(layers, keys, strict=False)):
-            li = self.get(key, ctx.spool, ctx.limits) if key is not None else None
+            data = rows.get(key) if key is not None else None
+            li = self._load(key, data, ctx.spool, ctx.limits) if key and data else None
             if li is not None:
                 # the plan's LayerRef (index, media type, history) is the one to report
                 got[i] = finish(_at_index(li, la.index), la, "layer cache")
+                used.append(key)  # type: ignore[arg-type]
+        self._touch(list(dict.fromkeys(used)))
         self.hits += len(got)
         todo = [i for i in range(len(layers)) if i not in got]
         self.misses += len(todo)
@@ -240,12 +271,18 @@ class LayerCache:
                 ctx, layer_cache=None, limits=replace(ctx.limits, shadow_key=self.shadow_key)
             )
             fresh = read(replace(plan, layers=[layers[i] for i in todo]), sub_ctx)
-            for i, li in zip(todo, fresh, strict=False):
-                got[i] = li
-                key = keys[i]
-                if key is not None:
-                    self.put(key, li)
-            self.evict()
+            self._db.execute("BEGIN")  # the new entries and the eviction: one commit
+            try:
+                for i, li in zip(todo, fresh, strict=False):
+                    got[i] = li
+                    key = keys[i]
+                    if key is not None:
+                        self.put(key, li)
+                self.evict()
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
         return [got[i] for i in range(len(layers))]
 
 
