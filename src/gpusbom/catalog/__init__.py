@@ -70,8 +70,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
+from .._pep503 import canonicalize_name
 from .._resources import read_text
 from ..errors import ConfigError, GpusbomError
 from ._patterns import NamePattern, literal_prefixes

@@ -20,8 +20,7 @@ import functools
 import re
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
+from .._pep503 import canonicalize_name
 from .._resources import read_text
 from . import CatalogError, _yaml
 

@@ -22,8 +22,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from packaging.utils import canonicalize_name
-
+from .._pep503 import canonicalize_name
 from ..catalog import packages
 from ..errors import UnsafeArchiveError
 from ..fsview.spec import PathSpec

@@ -22,8 +22,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from packageurl import PackageURL
-from packaging.utils import canonicalize_name
 
+from .._pep503 import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register

@@ -27,8 +27,7 @@ import re
 from collections.abc import Iterable
 from functools import partial
 
-from packaging.utils import canonicalize_name
-
+from .._pep503 import canonicalize_name
 from ..catalog import packages
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod

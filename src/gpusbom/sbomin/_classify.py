@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 
-from packaging.utils import canonicalize_name
-
+from .._pep503 import canonicalize_name
 from ..catalog import names, packages
 
 #: purl type -> gpusbom ecosystem (collectors' ``Component.ecosystem``)
