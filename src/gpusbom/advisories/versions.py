@@ -38,13 +38,15 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from debian.debian_support import Version as DebVersion
 from packaging.version import InvalidVersion as _PepInvalid
 from packaging.version import Version as PepVersion
 
 from ..errors import AdvisoryError
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebVersion
 
 __all__ = [
     "SCHEMES",
@@ -91,6 +93,10 @@ def _deb(v: str) -> _DebKey:
     s = v.strip()
     if not _DEB_RX.match(s):
         raise InvalidVersion(f"not a Debian version: {v!r}")
+    # imported for the first Debian version (~5 ms): a scan whose components no advisory
+    # judges by a Debian version range never needs it
+    from debian.debian_support import Version as DebVersion
+
     try:
         return _DebKey(DebVersion(s))
     except ValueError as exc:
