@@ -22,7 +22,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import __version__
 from .errors import UsageError
@@ -115,6 +115,9 @@ class ScanRequest:
     advisories: bool = True
     advisory_db: AdvisoryDB | None = None
     advisory_pending: Pending[AdvisoryDB] | None = field(default=None, compare=False)
+    #: a host's NVML answers, asked before the scan started (``host.source.start_nvml``)
+    nvml_answer: Callable[[], tuple[dict[str, Any] | None, str | None]] | None = field(
+        default=None, compare=False)
     vex: tuple[str, ...] = ()
 
     @property
@@ -201,7 +204,7 @@ def open_view(req: ScanRequest, classes: Sequence[type[Collector]],
             hv, target = open_host_view(req.host.root, matcher, spool, req.limits,
                                         paths=req.host.paths, use_nvml=req.host.use_nvml,
                                         analyze_binaries=req.host.analyze_binaries,
-                                        beside=beside)
+                                        beside=beside, nvml_answer=req.nvml_answer)
             yield View(target=target, fs=hv.fs, host=hv)
         return
     with Spool(req.limits) as spool:

@@ -131,9 +131,13 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
 
         auto_update(quiet=then.quiet)
     if req.host is not None:
-        # loaded while the host walk's workers run (pipeline.Pending; the walk forks first)
+        from .host.source import start_nvml
+
+        # NVML asked now, in a process of its own (before any thread: host/nvml.py), and the
+        # advisory database loaded while the host walk's workers run (pipeline.Pending)
         req = replace(req, advisory_db=None, advisory_pending=pipeline.Pending(
-            partial(load_active, max_age_days=then.max_db_age)))
+            partial(load_active, max_age_days=then.max_db_age)),
+            nvml_answer=start_nvml(req.host.root, req.host.use_nvml))
     else:
         req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
     _freeze_loaded(req)

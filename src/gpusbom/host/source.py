@@ -44,6 +44,14 @@ class HostView:
     nvml_why: str | None  # why NVML was not queried (an unknown when there are NVIDIA GPUs)
 
 
+def start_nvml(root: str, use_nvml: bool = True
+               ) -> Callable[[], tuple[dict[str, Any] | None, str | None]]:
+    """``open_host_view``'s NVML answers for host root ``root``, asked now: ``scan`` asks
+    before it loads the collectors, so that a slow driver (every GPU of a node answers in
+    turn) is done by the end of the walk. Call it while no other thread runs."""
+    return _load_nvml(HostRoot(root), use_nvml)
+
+
 def _load_nvml(root: HostRoot, use_nvml: bool
                ) -> Callable[[], tuple[dict[str, Any] | None, str | None]]:
     """NVML's answers, or why there are none: a function that gives them once the walk is
@@ -109,17 +117,21 @@ def host_target(root: HostRoot) -> Target:
 def open_host_view(root: str, matcher: PathMatcher, spool: Spool, limits: Limits, *,
                    paths: Sequence[str] = (), use_nvml: bool = True,
                    analyze_binaries: bool = False,
-                   beside: Sequence[Callable[[], None]] = ()) -> tuple[HostView, Target]:
+                   beside: Sequence[Callable[[], None]] = (),
+                   nvml_answer: Callable[[], tuple[dict[str, Any] | None, str | None]] | None
+                   = None) -> tuple[HostView, Target]:
     """The host root ``root`` as a view and its target (``SourceNotFoundError`` when it is
     not a directory). ``beside``: work run in a thread while the walk's workers run (each
-    must keep its own errors; with the walk in this process, nothing runs beside it)."""
+    must keep its own errors; with the walk in this process, nothing runs beside it).
+    ``nvml_answer``: NVML's answers asked earlier (``start_nvml``), else asked now."""
     if not os.path.isdir(root):
         raise SourceNotFoundError(f"--root {root}: no such directory")
     hroot = HostRoot(root)
     # NVML beside the walk, in a process of its own (forked before any thread starts):
     # loading pynvml and the driver's library and asking each GPU waits on the driver
     # while the walk waits on the disk
-    nvml_answer = _load_nvml(hroot, use_nvml)
+    if nvml_answer is None:
+        nvml_answer = _load_nvml(hroot, use_nvml)
     workers = default_workers()
     threads = []
     if workers > 1:  # this process waits while the workers walk: import what comes after
@@ -181,4 +193,5 @@ class HostFacts:
                 consistency.check(components, facts))
 
 
-__all__ = ["SNAPSHOT_DIR", "HostFacts", "HostView", "host_target", "open_host_view"]
+__all__ = ["SNAPSHOT_DIR", "HostFacts", "HostView", "host_target", "open_host_view",
+           "start_nvml"]
