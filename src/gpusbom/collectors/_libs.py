@@ -150,10 +150,13 @@ def package_version(pkg: Component | None) -> str | None:
 
 
 def scan_bytes(
-    ctx: CollectContext, path: str, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT
+    ctx: CollectContext, path: str, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT,
+    needle: bytes | None = None,
 ) -> re.Match[bytes] | None:
     """The first match of ``rx`` in the first ``limit`` bytes of ``path``, read in 1 MiB
-    chunks (memory stays bounded); None when absent or the content was not kept."""
+    chunks (memory stays bounded); None when absent or the content was not kept.
+    ``needle``: bytes every match of ``rx`` contains (its literal start): a chunk without
+    them is not searched with the regex (a byte search is ten times faster)."""
     from ..fsview.view import NotCapturedError
 
     try:
@@ -161,10 +164,11 @@ def scan_bytes(
     except (NotCapturedError, FileNotFoundError, IsADirectoryError):
         return None
     with f:
-        return scan_stream(f, rx, limit)
+        return scan_stream(f, rx, limit, needle)
 
 
-def scan_stream(f: BinaryIO, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT) -> re.Match[bytes] | None:
+def scan_stream(f: BinaryIO, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT,
+                needle: bytes | None = None) -> re.Match[bytes] | None:
     """``scan_bytes`` of an open file (a host walk's worker scans what it captured:
     ``host/premake.py``)."""
     tail = b""
@@ -174,6 +178,11 @@ def scan_stream(f: BinaryIO, rx: re.Pattern[bytes], limit: int = _LIB_CONTENT) -
         if not chunk:
             break
         read += len(chunk)
+        if needle is not None and needle not in chunk and \
+                needle not in tail + chunk[: len(needle) - 1]:
+            # not in tail + chunk: no match there (nor a copy of the chunk made to look)
+            tail = chunk[-_OVERLAP:] if len(chunk) >= _OVERLAP else (tail + chunk)[-_OVERLAP:]
+            continue
         buf = tail + chunk
         m = rx.search(buf)
         if m is not None:

@@ -45,6 +45,7 @@ NVIDIA_TOOLS = ("ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm")
 _SMALL = 1024 * 1024
 _TOOL_MAX = 256 * 1024 * 1024
 _TOOL_RX = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_TOOL_NEEDLE = b"Cuda compilation tools, release "  # every _TOOL_RX match starts with it
 _DIST_RX = re.compile(r"^([^/]+?)-([^-/]+)\.dist-info$")
 
 
@@ -77,7 +78,7 @@ def tool_release(m: re.Match[bytes] | None) -> tuple[str, str] | None:
 
 
 def _scan_tool(ctx: CollectContext, path: str) -> tuple[tuple[str, str] | None]:
-    return (tool_release(scan_bytes(ctx, path, _TOOL_RX, _TOOL_MAX)),)
+    return (tool_release(scan_bytes(ctx, path, _TOOL_RX, _TOOL_MAX, _TOOL_NEEDLE)),)
 
 
 def _define_int(text: str, name: str) -> int | None:

@@ -26,7 +26,7 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     from ..collectors.cuda import header_versions, header_wanted
     from ..collectors.dpkg import parse_dpkg_list, parse_dpkg_status
     from ..collectors.python import installer_name, parse_core_metadata, parse_record
-    from ..collectors.triton import _TOOL_MAX, _TOOL_RX, NVIDIA_TOOLS, tool_release
+    from ..collectors.triton import _TOOL_MAX, _TOOL_NEEDLE, _TOOL_RX, NVIDIA_TOOLS, tool_release
 
     out: dict[tuple[str, str], Any] = {}
     for e in entries:
@@ -59,7 +59,8 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
                 # a bundled ptxas is tens of MB: its release string is found here, on every
                 # core, rather than after the walk in the scanning process
                 with c.open() as f:
-                    out["triton-tool", p] = (tool_release(scan_stream(f, _TOOL_RX, _TOOL_MAX)),)
+                    out["triton-tool", p] = (tool_release(
+                        scan_stream(f, _TOOL_RX, _TOOL_MAX, _TOOL_NEEDLE)),)
         except Exception:  # noqa: BLE001, S112 - parsed again by the collector, which reports it
             continue
     return out
