@@ -50,7 +50,7 @@ def test_output_identical_with_and_without_cache(
     plain = _doc(ref, None)
     cold = _doc(ref, tmp_path)  # fills the cache
     with sqlite3.connect(tmp_path / "layers.sqlite") as db:
-        stored = db.execute("SELECT COUNT(*) FROM layers").fetchone()[0]
+        stored = db.execute("SELECT COUNT(*) FROM layer_data").fetchone()[0]
     assert stored >= 1
     warm = _doc(ref, tmp_path)  # every layer from the cache
     assert cold == plain
@@ -173,7 +173,7 @@ def test_bad_layers_never_cached(tmp_path: Path, bad: str, monkeypatch: pytest.M
         with pytest.raises(GpusbomError):
             _doc(ref, tmp_path / "c")
     with sqlite3.connect(tmp_path / "c" / "layers.sqlite") as db:
-        keys = db.execute("SELECT COUNT(*) FROM layers").fetchone()[0]
+        keys = db.execute("SELECT COUNT(*) FROM layer_data").fetchone()[0]
     # nothing is stored when a layer of the image fails
     assert keys == 0
 
@@ -190,20 +190,23 @@ def test_eviction_and_planted_entries(tmp_path: Path) -> None:
         li = LayerIndex(ref=LayerRef(index=0, diff_id=f"sha256:{i}"), file_count=i)
         li.entries = {}
         assert c.put(f"k{i}", li)
-        c._db.execute("UPDATE layers SET size = 400 WHERE key = ?", (f"k{i}",))
+        c._db.execute("UPDATE layer_use SET size = 400 WHERE key = ?", (f"k{i}",))
         c.evict()
-    left = c._db.execute("SELECT COUNT(*) FROM layers").fetchone()[0]
+    left = c._db.execute("SELECT COUNT(*) FROM layer_use").fetchone()[0]
+    assert c._db.execute("SELECT COUNT(*) FROM layer_data").fetchone()[0] == left
     assert 1 <= left <= 2
 
     class Evil:
         def __reduce__(self):  # type: ignore[no-untyped-def]
             return (os.system, ("touch " + str(tmp_path / "pwned"),))
 
-    c._db.execute("INSERT INTO layers VALUES ('evil', ?, 10, 0)", (pickle.dumps(Evil()),))
+    c._db.execute("INSERT INTO layer_data VALUES ('evil', ?)", (pickle.dumps(Evil()),))
+    c._db.execute("INSERT INTO layer_use VALUES ('evil', 10, 0)")
     assert c.get("evil", None, lim) is None
     assert not (tmp_path / "pwned").exists()
     # a damaged entry is a miss and is dropped
-    assert c._db.execute("SELECT COUNT(*) FROM layers WHERE key = 'evil'").fetchone()[0] == 0
+    assert c._db.execute("SELECT COUNT(*) FROM layer_data WHERE key = 'evil'").fetchone()[0] == 0
+    assert c._db.execute("SELECT COUNT(*) FROM layer_use WHERE key = 'evil'").fetchone()[0] == 0
     c.close()
 
 
@@ -212,11 +215,26 @@ def test_entries_read_and_touched_in_batches(tmp_path: Path) -> None:
     the hits marked used; a key without an entry is simply absent."""
     c = layercache.LayerCache(tmp_path / "l.sqlite", collectors={"x": "1"}, limits=Limits())
     keys = [f"k{i}" for i in range(2 * layercache._BATCH + 7)]
-    c._db.executemany("INSERT INTO layers VALUES (?, ?, 1, 0)", [(k, k.encode()) for k in keys[::3]])
+    c._db.executemany("INSERT INTO layer_data VALUES (?, ?)", [(k, k.encode()) for k in keys[::3]])
+    c._db.executemany("INSERT INTO layer_use VALUES (?, 1, 0)", [(k,) for k in keys[::3]])
     assert c._rows(keys) == {k: k.encode() for k in keys[::3]}
     c._touch(keys[::3][:-1])
-    untouched = c._db.execute("SELECT key FROM layers WHERE used = 0").fetchall()
+    untouched = c._db.execute("SELECT key FROM layer_use WHERE used = 0").fetchall()
     assert untouched == [(keys[::3][-1],)]
+    c.close()
+
+
+def test_former_layout_is_dropped(tmp_path: Path) -> None:
+    """A cache file of the one-table layout (data, size and use time in one row) loses that
+    table on open; its entries are read afresh and stored in the current layout."""
+    with sqlite3.connect(tmp_path / "l.sqlite") as db:
+        db.execute("CREATE TABLE layers (key TEXT PRIMARY KEY, data BLOB NOT NULL, "
+                   "size INTEGER NOT NULL, used REAL NOT NULL)")
+        db.execute("INSERT INTO layers VALUES ('k', x'00', 1, 0)")
+    c = layercache.LayerCache(tmp_path / "l.sqlite", collectors={"x": "1"}, limits=Limits())
+    tables = {r[0] for r in c._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"meta", "layer_use", "layer_data"}
+    assert c.get("k", None, Limits()) is None
     c.close()
 
 

@@ -118,9 +118,17 @@ class LayerCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        # an entry's size and use time apart from its data: SQLite rewrites a whole row on
+        # UPDATE and reads a column behind a large blob through its overflow pages, so with
+        # one table every scan rewrote each hit's data (tens of ms per MB) and the size sum
+        # walked every entry's pages; the former one-table layout is dropped
+        self._db.execute("DROP TABLE IF EXISTS layers")
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS layers (key TEXT PRIMARY KEY, data BLOB NOT NULL, "
-            "size INTEGER NOT NULL, used REAL NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS layer_use (key TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+            "used REAL NOT NULL)"
+        )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS layer_data (key TEXT PRIMARY KEY, data BLOB NOT NULL)"
         )
         self._db.execute(
             "INSERT OR IGNORE INTO meta VALUES ('shadow_key', ?)", (os.urandom(32),)  # secrets.token_bytes
@@ -175,19 +183,19 @@ class LayerCache:
     # store / load -------------------------------------------------------------------------
 
     def get(self, key: str, spool: Any, limits: Limits) -> LayerIndex | None:
-        row = self._db.execute("SELECT data FROM layers WHERE key = ?", (key,)).fetchone()
+        row = self._db.execute("SELECT data FROM layer_data WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         li = self._load(key, row[0], spool, limits)
         if li is not None:
-            self._db.execute("UPDATE layers SET used = ? WHERE key = ?", (time.time(), key))
+            self._touch([key])
         return li
 
     def _load(self, key: str, data: bytes, spool: Any, limits: Limits) -> LayerIndex | None:
         try:
             li = _Unpickler(io.BytesIO(data)).load()
         except Exception:  # noqa: BLE001 - a damaged entry is a miss, and is dropped
-            self._db.execute("DELETE FROM layers WHERE key = ?", (key,))
+            self._drop([(key,)])
             return None
         if not isinstance(li, LayerIndex):
             return None
@@ -200,7 +208,7 @@ class LayerCache:
         for n in range(0, len(keys), _BATCH):
             part = tuple(keys[n:n + _BATCH])
             out.update(self._db.execute(
-                f"SELECT key, data FROM layers WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
+                f"SELECT key, data FROM layer_data WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
                 part).fetchall())
         return out
 
@@ -210,7 +218,7 @@ class LayerCache:
         for n in range(0, len(keys), _BATCH):
             part = tuple(keys[n:n + _BATCH])
             self._db.execute(
-                f"UPDATE layers SET used = ? WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
+                f"UPDATE layer_use SET used = ? WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
                 (now, *part))
 
     def put(self, key: str, li: LayerIndex) -> bool:
@@ -219,24 +227,38 @@ class LayerCache:
         data = _dumps(li)
         if data is None:
             return False
-        self._db.execute(
-            "INSERT OR REPLACE INTO layers VALUES (?, ?, ?, ?)", (key, data, len(data), time.time())
-        )
+        own = not self._db.in_transaction  # the entry's two rows together
+        if own:
+            self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT OR REPLACE INTO layer_data VALUES (?, ?)", (key, data))
+            self._db.execute("INSERT OR REPLACE INTO layer_use VALUES (?, ?, ?)",
+                             (key, len(data), time.time()))
+        except BaseException:
+            if own:
+                self._db.execute("ROLLBACK")
+            raise
+        if own:
+            self._db.execute("COMMIT")
         return True
 
+    def _drop(self, keys: list[tuple[str]]) -> None:
+        self._db.executemany("DELETE FROM layer_use WHERE key = ?", keys)
+        self._db.executemany("DELETE FROM layer_data WHERE key = ?", keys)
+
     def evict(self) -> None:
-        total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM layers").fetchone()[0]
+        total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM layer_use").fetchone()[0]
         if total <= self.max_size:
             return
         target = self.max_size * 9 // 10
-        rows = self._db.execute("SELECT key, size FROM layers ORDER BY used").fetchall()
+        rows = self._db.execute("SELECT key, size FROM layer_use ORDER BY used").fetchall()
         drop = []
         for key, size in rows:
             if total <= target:
                 break
             drop.append((key,))
             total -= size
-        self._db.executemany("DELETE FROM layers WHERE key = ?", drop)
+        self._drop(drop)
 
     # the hook used by sources.image.read_layers ------------------------------------------
 
