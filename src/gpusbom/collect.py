@@ -84,7 +84,7 @@ def run_collectors(
     from .collectors._digests import attach_declared_digests
 
     # the digests dpkg md5sums / wheel RECORD declare for files that are evidence
-    attach_declared_digests(components, ownership, fs.read_text)
+    attach_declared_digests(components, ownership, fs.read_text, getattr(fs, "premade", None))
     fill_product_cpes(components)  # NVD's name for every GPU product found (catalog rows)
     return components, unknowns
 

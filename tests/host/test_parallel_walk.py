@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -38,8 +40,11 @@ def _tree(root: Path) -> Path:
         for n in range(3):
             di = sp / f"pkg{n}-1.{n}.dist-info"
             di.mkdir(parents=True)
-            (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pkg{n}\nVersion: 1.{n}\n")
-            (di / "RECORD").write_text(f"pkg{n}/__init__.py,,\npkg{n}-1.{n}.dist-info/METADATA,,\n")
+            meta = f"Metadata-Version: 2.1\nName: pkg{n}\nVersion: 1.{n}\n".encode()
+            (di / "METADATA").write_bytes(meta)
+            sha = base64.urlsafe_b64encode(hashlib.sha256(meta).digest()).rstrip(b"=").decode()
+            (di / "RECORD").write_text(f"pkg{n}/__init__.py,,\n"
+                                       f"pkg{n}-1.{n}.dist-info/METADATA,sha256={sha},{len(meta)}\n")
             (sp / f"pkg{n}").mkdir()
             (sp / f"pkg{n}" / "__init__.py").write_text("")
     dpkg = root / "var/lib/dpkg/info"
@@ -169,7 +174,7 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
     """What workers parse (``collectors/_premade.py``) is what the collectors would parse,
     and the collectors use it."""
     from gpusbom.collect import run_collectors
-    from gpusbom.collectors import _libs, cuda, dpkg, python, triton
+    from gpusbom.collectors import _digests, _libs, cuda, dpkg, python, triton
     from gpusbom.model import Target
 
     root = _tree(tmp_path / "root")
@@ -204,6 +209,8 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
         assert sorted(made["py-record", record]) == sorted(python.parse_record(
             serial.read_text(record), "/usr/lib/python3/dist-packages"))
         assert made["dpkg-status", dpkg.STATUS] == dpkg._parse_status_file(serial)
+        assert made["record-digests", record] == list(_digests.parse_record_digests(
+            serial.read_text(record), "/usr/lib/python3/dist-packages", {"METADATA"}))
         lst = "/var/lib/dpkg/info/zlib1g:amd64.list"
         assert sorted(made["dpkg-list", lst]) == sorted(dpkg.parse_dpkg_list(serial.read_bytes(lst)))
         assert len([k for k in made if k[0] == "py-metadata"]) == 7
@@ -230,6 +237,9 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
     assert [c.purl for c in got[0]] == [c.purl for c in want[0]]
     assert [(c.name, c.version, c.properties) for c in got[0]] == [
         (c.name, c.version, c.properties) for c in want[0]]
+    assert [[(e.path, e.declared_digest) for e in c.evidence] for c in got[0]] == [
+        [(e.path, e.declared_digest) for e in c.evidence] for c in want[0]]
+    assert sum(e.declared_digest is not None for c in got[0] for e in c.evidence) >= 6
     assert any(c.properties.get("triton:bundled:ptxas") == "12.4.131" for c in got[0])
     assert any(c.name == "cudnn" and c.version == "9.1.0" for c in got[0])
     assert any(c.name == "pkg2" for c in got[0]) and any(c.name == "zlib1g" for c in got[0])

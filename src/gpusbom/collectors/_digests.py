@@ -28,6 +28,7 @@ import os
 import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any
 
 from ..model import Component
 from .base import OwnershipIndex
@@ -144,11 +145,27 @@ def parse_record_digests(text: str, base: str, names: Collection[str] | None = N
             yield path, digest
 
 
+#: the one file a Python distribution's component has as evidence, unless fusion added more
+#: (a host walk's workers read its row of each RECORD: ``record_metadata_digests``)
+OWN_METADATA = frozenset({"METADATA"})
+
+
+def record_metadata_digests(text: str, base: str) -> list[tuple[str, str]]:
+    """``parse_record_digests`` of a RECORD for the base name ``METADATA``: what
+    ``attach_declared_digests`` reads of it for a distribution whose only evidence is its
+    METADATA (``host/premake.py`` reads it where the RECORD was parsed)."""
+    return list(parse_record_digests(text, base, OWN_METADATA))
+
+
 def attach_declared_digests(components: list[Component], ownership: OwnershipIndex,
-                            read_text: Callable[[str], str]) -> None:
+                            read_text: Callable[[str], str],
+                            premade: dict[tuple[str, str], Any] | None = None) -> None:
     """Set ``declared_digest`` on the file evidence of each package with a manifest.
 
-    ``read_text``: the filesystem view's ``read_text`` (captured content, in memory)."""
+    ``read_text``: the filesystem view's ``read_text`` (captured content, in memory).
+    ``premade``: the view's parses made by a host walk's workers (``collectors/_premade.py``):
+    a RECORD's METADATA rows are taken from there, not read again (decoding and searching
+    a torch RECORD of megabytes)."""
     if not _enabled():
         return
     for c in components:
@@ -163,6 +180,11 @@ def attach_declared_digests(components: list[Component], ownership: OwnershipInd
         if not wanted:
             continue
         names = {k.rsplit("/", 1)[-1] for k in wanted}
+        made = premade.get(("record-digests", manifest)) if premade and kind == "record" \
+            and names == OWN_METADATA else None
+        if made is not None:
+            _attach(c, wanted, ownership, names, made)
+            continue
         try:
             text = read_text(manifest)
         except Exception as exc:  # noqa: BLE001 - a declared digest is extra evidence, never required
@@ -176,8 +198,13 @@ def attach_declared_digests(components: list[Component], ownership: OwnershipInd
             continue
         entries = (parse_md5sums_digests(text, names) if kind == "md5sums"
                    else parse_record_digests(text, base, names))
-        for path, digest in entries:
-            if path.rsplit("/", 1)[-1] not in names:
-                continue  # the cheap test first: most manifest lines are other files
-            for i in wanted.get(ownership.key(path), ()):
-                c.evidence[i] = dataclasses.replace(c.evidence[i], declared_digest=digest)
+        _attach(c, wanted, ownership, names, entries)
+
+
+def _attach(c: Component, wanted: dict[str, list[int]], ownership: OwnershipIndex,
+            names: Collection[str], entries: Iterable[tuple[str, str]]) -> None:
+    for path, digest in entries:
+        if path.rsplit("/", 1)[-1] not in names:
+            continue  # the cheap test first: most manifest lines are other files
+        for i in wanted.get(ownership.key(path), ()):
+            c.evidence[i] = dataclasses.replace(c.evidence[i], declared_digest=digest)

@@ -21,6 +21,7 @@ def _record_base(path: str) -> str:
 
 def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     """What the collectors will ask for, parsed from the captured files in ``entries``."""
+    from ..collectors._digests import record_metadata_digests
     from ..collectors._libs import scan_stream
     from ..collectors.base import GroupedPaths
     from ..collectors.cuda import header_versions, header_wanted
@@ -44,9 +45,11 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
                 out["py-installer", p] = (installer_name(c.read().decode("utf-8",
                                                                         errors="replace")),)
             elif p.endswith(".dist-info/RECORD"):
+                text = c.read().decode("utf-8", errors="replace")
                 # grouped by directory: claimed per directory (collectors/base.py)
-                out["py-record", p] = GroupedPaths.of(parse_record(
-                    c.read().decode("utf-8", errors="replace"), _record_base(p)))
+                out["py-record", p] = GroupedPaths.of(parse_record(text, _record_base(p)))
+                # and the row of the distribution's METADATA, its declared digest
+                out["record-digests", p] = record_metadata_digests(text, _record_base(p))
             elif p.startswith(_INFO) and p.endswith(".list"):
                 out["dpkg-list", p] = GroupedPaths.of(parse_dpkg_list(c.read()))
             elif p == STATUS:
