@@ -52,6 +52,9 @@ def _tree(root: Path) -> Path:
     (root / "var/lib/dpkg/status").write_text(
         "Package: zlib1g\nStatus: install ok installed\nVersion: 1:1.2.13\nArchitecture: amd64\n\n")
     (dpkg / "zlib1g:amd64.list").write_text("/usr/lib/x86_64-linux-gnu/libz0000.so.1\n")
+    # a package that lists a file named "status" (its row is the status file's own digest)
+    (dpkg / "zlib1g:amd64.md5sums").write_text(
+        "0" * 32 + "  usr/lib/x86_64-linux-gnu/libz0000.so.1\n" + "a" * 32 + "  var/lib/dpkg/status\n")
     (root / "etc").mkdir()
     (root / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n')
     (root / "etc/deep/a/b/c").mkdir(parents=True)
@@ -209,8 +212,11 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
         assert sorted(made["py-record", record]) == sorted(python.parse_record(
             serial.read_text(record), "/usr/lib/python3/dist-packages"))
         assert made["dpkg-status", dpkg.STATUS] == dpkg._parse_status_file(serial)
-        assert made["record-digests", record] == list(_digests.parse_record_digests(
+        assert made["manifest-digests", record] == list(_digests.parse_record_digests(
             serial.read_text(record), "/usr/lib/python3/dist-packages", {"METADATA"}))
+        sums = "/var/lib/dpkg/info/zlib1g:amd64.md5sums"
+        assert made["manifest-digests", sums] == list(_digests.parse_md5sums_digests(
+            serial.read_text(sums), {"status"})) == [("/var/lib/dpkg/status", "md5:" + "a" * 32)]
         lst = "/var/lib/dpkg/info/zlib1g:amd64.list"
         assert sorted(made["dpkg-list", lst]) == sorted(dpkg.parse_dpkg_list(serial.read_bytes(lst)))
         assert len([k for k in made if k[0] == "py-metadata"]) == 7

@@ -145,16 +145,19 @@ def parse_record_digests(text: str, base: str, names: Collection[str] | None = N
             yield path, digest
 
 
-#: the one file a Python distribution's component has as evidence, unless fusion added more
-#: (a host walk's workers read its row of each RECORD: ``record_metadata_digests``)
-OWN_METADATA = frozenset({"METADATA"})
+#: the file a package's component has as evidence unless fusion added more (a Python
+#: distribution's METADATA, a Debian package's status file), by manifest kind: a host walk's
+#: workers read those rows of each manifest they captured (``own_rows``)
+OWN_NAMES = {"record": frozenset({"METADATA"}), "md5sums": frozenset({"status"})}
 
 
-def record_metadata_digests(text: str, base: str) -> list[tuple[str, str]]:
-    """``parse_record_digests`` of a RECORD for the base name ``METADATA``: what
-    ``attach_declared_digests`` reads of it for a distribution whose only evidence is its
-    METADATA (``host/premake.py`` reads it where the RECORD was parsed)."""
-    return list(parse_record_digests(text, base, OWN_METADATA))
+def own_rows(kind: str, text: str, base: str) -> list[tuple[str, str]]:
+    """What ``attach_declared_digests`` reads of a manifest for a package whose only
+    evidence is its own metadata file (``OWN_NAMES``): the same parse, made where the
+    manifest was captured (``host/premake.py``)."""
+    names = OWN_NAMES[kind]
+    return list(parse_md5sums_digests(text, names) if kind == "md5sums"
+                else parse_record_digests(text, base, names))
 
 
 def attach_declared_digests(components: list[Component], ownership: OwnershipIndex,
@@ -164,8 +167,8 @@ def attach_declared_digests(components: list[Component], ownership: OwnershipInd
 
     ``read_text``: the filesystem view's ``read_text`` (captured content, in memory).
     ``premade``: the view's parses made by a host walk's workers (``collectors/_premade.py``):
-    a RECORD's METADATA rows are taken from there, not read again (decoding and searching
-    a torch RECORD of megabytes)."""
+    a manifest's rows for the package's own metadata file are taken from there, not read
+    again (decoding and searching a torch RECORD of megabytes, hundreds of md5sums)."""
     if not _enabled():
         return
     for c in components:
@@ -180,8 +183,9 @@ def attach_declared_digests(components: list[Component], ownership: OwnershipInd
         if not wanted:
             continue
         names = {k.rsplit("/", 1)[-1] for k in wanted}
-        made = premade.get(("record-digests", manifest)) if premade and kind == "record" \
-            and names == OWN_METADATA else None
+        own = OWN_NAMES.get(kind)
+        made = premade.get(("manifest-digests", manifest)) \
+            if premade and own is not None and names == own else None
         if made is not None:
             _attach(c, wanted, ownership, names, made)
             continue

@@ -21,7 +21,7 @@ def _record_base(path: str) -> str:
 
 def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
     """What the collectors will ask for, parsed from the captured files in ``entries``."""
-    from ..collectors._digests import record_metadata_digests
+    from ..collectors._digests import own_rows
     from ..collectors._libs import scan_stream
     from ..collectors.base import GroupedPaths
     from ..collectors.cuda import header_versions, header_wanted
@@ -49,7 +49,11 @@ def make(entries: Iterable[Entry]) -> dict[tuple[str, str], Any]:
                 # grouped by directory: claimed per directory (collectors/base.py)
                 out["py-record", p] = GroupedPaths.of(parse_record(text, _record_base(p)))
                 # and the row of the distribution's METADATA, its declared digest
-                out["record-digests", p] = record_metadata_digests(text, _record_base(p))
+                out["manifest-digests", p] = own_rows("record", text, _record_base(p))
+            elif p.startswith(_INFO) and p.endswith(".md5sums"):
+                # the rows naming a file "status" (the package's own evidence): usually none
+                out["manifest-digests", p] = own_rows(
+                    "md5sums", c.read().decode("utf-8", errors="replace"), "/")
             elif p.startswith(_INFO) and p.endswith(".list"):
                 out["dpkg-list", p] = GroupedPaths.of(parse_dpkg_list(c.read()))
             elif p == STATUS:
@@ -81,6 +85,7 @@ def warm() -> None:
         "/w/x-1.dist-info/RECORD": b"x/__init__.py,,\n",
         "/w/x-1.dist-info/INSTALLER": b"pip\n",
         _INFO + "x.list": b"/.\n/usr\n",
+        _INFO + "x.md5sums": b"d41d8cd98f00b204e9800998ecf8427e  usr/x\n",
         STATUS: b"Package: x\nStatus: install ok installed\nVersion: 1\n\n",
         "/w/include/cuda.h": b"#define CUDA_VERSION 12040\n",
         "/w/triton/backends/nvidia/bin/ptxas": b"Cuda compilation tools, release 12.4, V12.4.99",
