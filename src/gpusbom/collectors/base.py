@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import SourceError, ViewError
 from ..fsview.types import EntryKind
@@ -97,6 +97,7 @@ class OwnershipIndex:
 
     def __init__(self, fs: FsView) -> None:
         self._fs = fs
+        self._entries: dict[str, Any] | None = getattr(fs, "_entries", None)
         #: resolved directory -> [(package, its names there)], in claim order
         self._claims: dict[str, list[tuple[Component, str | frozenset[str]]]] = {}
         self._dirs: dict[str, str] = {}
@@ -109,19 +110,22 @@ class OwnershipIndex:
         Resolved one component at a time on top of the (cached) parent: only a
         component that is a symlink costs a full ``realpath``.
         """
-        real = self._dirs.get(head)
+        dirs = self._dirs
+        real = dirs.get(head)
         if real is not None:
             return real
-        entries = getattr(self._fs, "_entries", None)
+        entries = self._entries
         cut = head.rfind("/")
         name = head[cut + 1:]
         if entries is None or cut < 0 or name in ("", ".", ".."):
             real = self._realpath(head)
         else:
-            cand = self._dir(head[:cut]) + "/" + name
+            parent = head[:cut]
+            up = dirs.get(parent)  # the parent is resolved already, most often
+            cand = (up if up is not None else self._dir(parent)) + "/" + name
             e = entries.get(cand)
             real = self._realpath(head) if e is not None and e.kind is _SYMLINK else cand
-        self._dirs[head] = real
+        dirs[head] = real
         return real
 
     def _realpath(self, head: str) -> str:
