@@ -166,6 +166,22 @@ def _plan(walker: _HostWalker, real_root: str, roots: list[str]) -> list[tuple[s
     return tasks
 
 
+#: pieces whose captured files the workers also parse (``host/premake.py``): a wheel's
+#: dist-info (a torch RECORD lists ~25,000 files), dpkg's info directory, include
+#: directories (CUDA headers), the tools Triton bundles
+_PARSED = re.compile(r".*(?:\.dist-info|\.egg-info|/var/lib/dpkg(?:/info)?|/include(?:/.*)?|"
+                     r"/triton/backends/nvidia/bin)")
+
+
+def _queue_order(tasks: list[tuple[str, int, int, int, int]]) -> list[int]:
+    """The order the workers take the pieces in: those where the workers parse files first,
+    then the rest, each in plan order (the longest pieces early, so that none is left to
+    one worker at the end; the merge is in plan order whatever the order taken)."""
+    first = [i for i, t in enumerate(tasks) if _PARSED.fullmatch(t[0])]
+    rest = [i for i, t in enumerate(tasks) if not _PARSED.fullmatch(t[0])]
+    return first + rest
+
+
 class _WorkerSpool:
     """The scan's spool as a worker sees it: its own file names in the same directory and
     its share of the byte budget."""
@@ -211,7 +227,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     warm()  # the parsers' first-use imports, before the fork
     rq, wq = os.pipe()
     try:
-        os.write(wq, b"".join(_REC.pack(i) for i in range(len(tasks))))
+        os.write(wq, b"".join(_REC.pack(i) for i in _queue_order(tasks)))
     finally:
         os.close(wq)
     spool = walker.spool
