@@ -15,6 +15,7 @@ Glob syntax, on absolute image paths:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,7 +58,10 @@ class PathSpec:
         return s if isinstance(s, tuple) else (s,)
 
 
+@functools.lru_cache(maxsize=4096)
 def glob_to_regex(pattern: str) -> str:
+    # cached: the collectors' ~580 specs name ~160 distinct patterns, and the path matcher
+    # and the views translate them again (4 ms of every scan on a 2-core VM, 1 ms cached)
     if not pattern.startswith("/"):
         raise ValueError(f"path spec must be absolute: {pattern!r}")
     out: list[str] = []
