@@ -97,6 +97,19 @@ def test_damaged_index_is_validated_afresh(cache: Path) -> None:
     assert load_bundled().index is not None
 
 
+def test_damaged_record_is_a_miss(cache: Path) -> None:
+    """A file whose content no longer matches its digest (one byte changed inside a record)
+    is not used: the database is validated afresh rather than failing when that record is
+    first built."""
+    load_bundled()
+    (path,) = _index_files(cache)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    load_bundled.cache_clear()
+    assert load_bundled().index is None
+
+
 def test_user_database_key_follows_its_bytes(cache: Path) -> None:
     bundled = json.loads((Path(_dbcache.__file__).parents[1] / "data/advisories.json")
                          .read_text(encoding="utf-8"))

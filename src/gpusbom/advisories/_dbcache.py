@@ -18,9 +18,10 @@ before) only when the matcher looks up an identity it names, or when a command w
 whole database (``AdvisoryDB.advisories``). Nothing unvalidated is ever served: the key is the
 SHA-256 of the file's bytes, gpusbom's version and code fingerprint (``_codeid``), the targets
 table (the catalog, ``$GPUSBOM_CATALOG`` included) and the parse mode, so another database,
-another gpusbom or another catalog is loaded and validated afresh. A cache file that cannot be
-read, or does not have the expected shape, counts as absent; one that cannot be written is
-skipped (the database loads as before, every time).
+another gpusbom or another catalog is loaded and validated afresh. The file starts with the
+SHA-256 of the rest: a cache file that cannot be read, does not match its digest (a torn
+write, a bad disk) or does not have the expected shape counts as absent; one that cannot be
+written is skipped (the database loads as before, every time).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Indexed", "decode", "lookup", "store"]
 
-FORMAT = 1
+FORMAT = 2
 #: cache files kept (a bundled snapshot and an updated database, with room for a change)
 KEEP = 4
 
@@ -125,7 +126,12 @@ def lookup(data: bytes, *, trusted: bool, targets: dict[str, Any],
     path = _dir() / f"advisories-{_key(data, trusted, targets)[:40]}.marshal"
     try:
         with open(path, "rb") as f:
-            return path, Indexed(marshal.load(f), build)  # noqa: S302 - the user's own cache, written below
+            got = f.read()
+        # the file's SHA-256 first: a damaged file (a torn write, a bad disk) is a miss, never
+        # a record that fails to load halfway through a scan
+        if len(got) < 32 or hashlib.sha256(got[32:]).digest() != got[:32]:
+            return path, None
+        return path, Indexed(marshal.loads(got[32:]), build)  # noqa: S302 - the user's own cache, written below
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         return path, None
 
@@ -149,6 +155,7 @@ def store(path: Path, db: AdvisoryDB) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".advisories-", dir=path.parent)  # mode 0600
         try:
             with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(blob).digest())
                 f.write(blob)
             os.replace(tmp, path)
         except BaseException:
