@@ -14,6 +14,8 @@ The names below are imported on first use (PEP 562): a host scan reaches
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -76,3 +78,18 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
     globals()[name] = value
     return value
+
+
+class _Package(types.ModuleType):
+    """This package: ``squash`` names the function, never the submodule of that name. The
+    import system sets a package's attribute to each submodule it loads; the eager import
+    of the function used to rebind it, and here that binding of the submodule is dropped
+    instead (the function is looked up on first use, above)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
