@@ -65,8 +65,9 @@ def containerd_daemon(archives: list[Path], namespace: str = "k8s.io",
     log = open(tmp / "containerd.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(["containerd", "--config", str(cfg)], stdout=log,
                             stderr=subprocess.STDOUT)
-    c = Containerd(root, state, str(sock), {}, f"c-running-{tmp.name[-8:]}",
-                   f"c-created-{tmp.name[-8:]}")
+    # containerd ids: letters and digits joined by single "._-" (a temp name's "_" may end it)
+    tag = tmp.name[-8:].replace("_", "0")
+    c = Containerd(root, state, str(sock), {}, f"c-running-{tag}", f"c-created-{tag}")
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
