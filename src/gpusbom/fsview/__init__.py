@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
+from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,14 +80,14 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-class _Package(types.ModuleType):
+class _Package(_ModuleType):
     """This package: ``squash`` names the function, never the submodule of that name. The
     import system sets a package's attribute to each submodule it loads; the eager import
     of the function used to rebind it, and here that binding of the submodule is dropped
     instead (the function is looked up on first use, above)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _WHERE and isinstance(value, types.ModuleType):
+        if name in _WHERE and isinstance(value, _ModuleType):
             return
         super().__setattr__(name, value)
 
