@@ -242,42 +242,37 @@ class ClassifierScanner:
                     self._chunks.append(start, chunk)
             else:
                 self._drop()
-        if self.rodata and self._in_chunk(chunk):
-            # no anchor (nor fatbin header) starts in the overlap with the previous chunk:
-            # every hit lies in ``chunk``, where a row's regex (anchored at its hit, never
-            # looking behind it) matches as in the joined buffer; the chunk is not copied
-            # (a 209 MB libnccl was copied once per scanner)
-            fb = -1
-            if self._fatbin_rows and not self._fatbin_seen:
-                fb = chunk.find(_FATBIN_HEADER)
-                self._fatbin_seen = fb >= 0
-            for row in self.rodata:
-                if row.id in self._closed_rows:
-                    continue
-                if row.before_fatbin and fb >= 0:
-                    self._search(row, chunk[:fb])
-                    self._closed_rows.add(row.id)  # the device code follows: no .rodata
-                else:
-                    self._search(row, chunk)
-            tail = self._tail
-            self._tail = chunk[-_OVERLAP:] if len(chunk) >= _OVERLAP else (tail + chunk)[-_OVERLAP:]
-        elif self.rodata:
-            buf = self._tail + chunk if self._tail else chunk
-            fb = -1
-            if self._fatbin_rows and not self._fatbin_seen:
-                fb = buf.find(_FATBIN_HEADER)
-                self._fatbin_seen = fb >= 0
-            for row in self.rodata:
-                if row.id in self._closed_rows:
-                    continue
-                if row.before_fatbin and fb >= 0:
-                    self._search(row, buf[:fb])
-                    self._closed_rows.add(row.id)  # the device code follows: no .rodata
-                else:
-                    self._search(row, buf)
-            self._tail = buf[-_OVERLAP:]
+        if self.rodata:
+            if self._in_chunk(chunk):
+                # no anchor (nor fatbin header) starts in the overlap with the previous
+                # chunk: every hit lies in ``chunk``, where a row's regex (anchored at its
+                # hit, never looking behind it) matches as in the joined buffer; the chunk
+                # is not copied (a 209 MB libnccl was copied once per scanner)
+                buf = chunk
+                tail = chunk[-_OVERLAP:] if len(chunk) >= _OVERLAP else (self._tail + chunk)[-_OVERLAP:]
+            else:
+                buf = self._tail + chunk if self._tail else chunk
+                tail = buf[-_OVERLAP:]
+            self._search_rows(buf)
+            self._tail = tail
         if self._chunks is None and len(self._closed_rows) == len(self.rodata):
             self.done = True
+
+    def _search_rows(self, buf: bytes) -> None:
+        """Search ``buf`` for every open rodata row; a row whose strings precede the device
+        code is searched only up to the first fatbin header and then closed."""
+        fb = -1
+        if self._fatbin_rows and not self._fatbin_seen:
+            fb = buf.find(_FATBIN_HEADER)
+            self._fatbin_seen = fb >= 0
+        for row in self.rodata:
+            if row.id in self._closed_rows:
+                continue
+            if row.before_fatbin and fb >= 0:
+                self._search(row, buf[:fb])
+                self._closed_rows.add(row.id)  # the device code follows: no .rodata
+            else:
+                self._search(row, buf)
 
     def _in_chunk(self, chunk: bytes) -> bool:
         """Whether the rodata rows can be searched in ``chunk`` alone (see ``feed``)."""
