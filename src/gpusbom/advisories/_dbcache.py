@@ -31,11 +31,11 @@ import hashlib
 import io
 import json
 import marshal
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .._userdir import write_private
 
 if TYPE_CHECKING:
     from .db import Advisory, AdvisoryDB
@@ -151,16 +151,7 @@ def store(path: Path, db: AdvisoryDB) -> None:
     except ValueError:  # not plain data (cannot come from JSON): not cached
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".advisories-", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(hashlib.sha256(blob).digest())
-                f.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_private(path, hashlib.sha256(blob).digest() + blob, ".advisories-")
         _prune(path)
     except OSError:  # a read-only cache: validated on every load
         pass

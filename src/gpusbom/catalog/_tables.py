@@ -13,15 +13,14 @@ are cached: files named by ``$GPUSBOM_CATALOG`` are parsed every time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
 import pickle
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._userdir import user_cache_dir
+from .._userdir import user_cache_dir, write_private
 
 __all__ = ["cached_parse", "tables_dir"]
 
@@ -42,16 +41,7 @@ def cached_parse(text: str, parse: Callable[[str], Any]) -> Any:
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError, TypeError):
         pass
     data = parse(text)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".table-", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except (OSError, pickle.PicklingError):  # a read-only cache: parsed every time
-        pass
+    # a read-only cache: parsed every time
+    with contextlib.suppress(OSError, pickle.PicklingError):
+        write_private(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), ".table-")
     return data

@@ -12,15 +12,15 @@ points, or to load a plug-in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from .._userdir import user_cache_dir
+from .._userdir import user_cache_dir, write_private
 
 __all__ = ["GROUP", "entry_points"]
 
@@ -62,18 +62,9 @@ def entry_points() -> list[Any]:
         pass
     if pairs is None:
         pairs = _listed()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".plugins-", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"key": key, "entry_points": pairs}, f)
-                os.replace(tmp, path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:  # a read-only cache: listed every time
-            pass
+        with contextlib.suppress(OSError):  # a read-only cache: listed every time
+            write_private(path, json.dumps({"key": key, "entry_points": pairs}).encode(),
+                          ".plugins-")
     if not pairs:
         return []
     from importlib.metadata import EntryPoint
