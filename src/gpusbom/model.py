@@ -130,6 +130,8 @@ class Relationship:
 
 @dataclass
 class Component:
+    """A software or hardware component found in the target, with its evidence."""
+
     name: str
     version: str | None
     type: ComponentType = ComponentType.LIBRARY
@@ -411,6 +413,8 @@ class ProbeResult:
 
 @dataclass
 class ToolInfo:
+    """The tool that made the result: gpusbom's version and each collector's."""
+
     name: str = "gpusbom"
     version: str = ""
     collectors: dict[str, str] = field(default_factory=dict)  # id -> collector version
@@ -508,6 +512,9 @@ class Finding:
 
 @dataclass
 class ScanResult:
+    """Everything one scan found: the target, its components and their relationships,
+    what could not be determined (``unknowns``), advisory matches and findings."""
+
     target: Target
     components: list[Component] = field(default_factory=list)
     relationships: list[Relationship] = field(default_factory=list)

@@ -236,6 +236,40 @@ def test_tables_are_parsed_once_per_content(tmp_path: Path,
     assert _tables.cached_parse(text, parse) == first and len(calls) == 4
 
 
+def test_built_rows_are_kept_per_content_and_code(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # products() keeps its built rows in the user cache, named by the text and by the code
+    # that built them: another fingerprint of gpusbom's code builds them again
+    from gpusbom import _codeid, catalog
+    from gpusbom.catalog import _tables
+
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
+    text = "- {id: a, vendor: V, stack: s, name: A, pypi: [a-.*]}\n"
+    calls: list[str] = []
+
+    def build(t: str) -> tuple[catalog.Product, ...]:
+        calls.append(t)
+        return catalog._shipped_rows(t)
+
+    first = _tables.cached_parse(text, build, code=True)
+    again = _tables.cached_parse(text, build, code=True)
+    assert len(calls) == 1 and again is not first  # the second from the cache
+    assert [(r.id, [p.pattern for p in r.names["pypi"]]) for r in again] == [("a", ["a-.*"])]
+    assert again[0].matches("pypi", "A-b") and not again[0].matches("pypi", "b")
+    # the YAML parse of the same text (made while building) is another entry
+    assert _tables.cached_parse(text, build) == catalog._yaml(text) and len(calls) == 1
+    monkeypatch.setattr(_codeid, "code_fingerprint", lambda: "another code")
+    _tables.cached_parse(text, build, code=True)
+    assert len(calls) == 2
+    # the shipped table: the same rows as built without the cache
+    catalog.products.cache_clear()
+    try:
+        assert [r.id for r in catalog.products()] == [r.id for r in catalog._rows(
+            catalog.read_text("gpusbom.catalog", "products.yaml"), eager=False)]
+    finally:
+        catalog.products.cache_clear()
+
+
 def test_by_purl_skips_parsing_only_what_cannot_match(monkeypatch: pytest.MonkeyPatch) -> None:
     # by_purl answers () without parsing a purl whose text holds none of its type's literal
     # starts: the same rows as parsing every purl, over purls built from each ecosystem's
@@ -256,3 +290,35 @@ def test_by_purl_skips_parsing_only_what_cannot_match(monkeypatch: pytest.Monkey
     slow = [catalog.by_purl(p) for p in purls]
     assert fast == slow
     assert sum(bool(x) for x in slow) > 50  # the corpus reaches the rows
+
+
+@pytest.mark.parametrize("kind", ["distro", "pypi"])
+def test_package_products_skip_only_names_that_cannot_match(kind: str) -> None:
+    # packages.yaml's patterns are compiled when a name could match them (product_of): the
+    # same answers as full-matching every compiled pattern in turn, over names built around
+    # every pattern (other cases, cut short, look-alikes that case folding would join)
+    import re
+
+    from gpusbom.catalog import packages
+
+    corpus: set[str] = {"", "a", "lib", "ſ", "K", "libc6", "numpy", "torch"}
+    for e in packages.entries():
+        for p in e.names.get(kind, ()):
+            re.compile(p.pattern)  # every shipped pattern compiles
+            for alt in p.pattern.split("|"):
+                stem = re.split(r"[\\(\[?*+{.]", alt)[0]
+                for tail in ("", "1", "-12", "550", "-server", "-cu12", "x", "-"):
+                    corpus |= {stem + tail, stem[:-1] + tail, (stem + tail).upper(),
+                               stem.replace("s", "ſ", 1) + tail}
+
+    def eager(name: str) -> tuple[str, str] | None:
+        n = catalog.normalise_name("pypi" if kind == "pypi" else "distro", name)
+        for e in packages.entries():
+            if any(re.fullmatch(p.pattern, n) for p in e.names.get(kind, ())):
+                return (e.stack, n if e.product == packages.NAME else e.product)
+        return None
+
+    assert len(corpus) > 100
+    got = {n: packages.product_of(kind, n) for n in sorted(corpus)}
+    assert got == {n: eager(n) for n in sorted(corpus)}
+    assert sum(v is not None for v in got.values()) > 20

@@ -123,6 +123,8 @@ SCORE_TYPES = ("CVSS_V3_0", "CVSS_V3_1", "CVSS_V4_0")
 
 @dataclass(frozen=True)
 class Score:
+    """A severity score of a vulnerability (CVSS type, vector, base score)."""
+
     type: str
     vector: str | None
     score: float | None
@@ -130,6 +132,8 @@ class Score:
 
 @dataclass(frozen=True)
 class Affected:
+    """A target a vulnerability affects, with its version ranges, versions and fixes."""
+
     target: str
     scheme: str | None = None
     ranges: tuple[dict[str, str], ...] = ()
@@ -153,6 +157,8 @@ class Affected:
 
 @dataclass(frozen=True)
 class Vulnerability:
+    """One vulnerability of an advisory: its scores and the targets it affects."""
+
     id: str
     title: str | None
     scores: tuple[Score, ...]
@@ -166,6 +172,8 @@ class Vulnerability:
 
 @dataclass
 class Advisory:
+    """One vendor bulletin (a validated record of the database)."""
+
     id: str
     vendor: str
     title: str

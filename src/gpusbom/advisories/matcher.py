@@ -125,6 +125,8 @@ class _LazyKeys:
 
 @dataclass
 class _Index:
+    """The advisory database indexed by component identity key."""
+
     # identity key -> [(advisory, vulnerability, target)]
     by_key: dict[Key, list[Entry]] | _LazyKeys
 

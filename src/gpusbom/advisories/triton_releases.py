@@ -22,6 +22,8 @@ __all__ = ["TritonRelease", "container_of", "releases"]
 
 @dataclass(frozen=True)
 class TritonRelease:
+    """A Triton Inference Server version and its NGC container release."""
+
     server: str
     container: str
     source: str

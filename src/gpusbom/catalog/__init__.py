@@ -292,14 +292,20 @@ def _extra_rows() -> list[Product]:
     return out
 
 
+def _shipped_rows(text: str) -> tuple[Product, ...]:
+    return tuple(_rows(text, eager=False))
+
+
 @functools.lru_cache(maxsize=1)
 def products() -> tuple[Product, ...]:
-    """Every row of the shipped table, in file order, then the rows of the
-    ``$GPUSBOM_CATALOG`` files."""
+    """Every row of the shipped table, in file order (built once per content and code:
+    ``_tables``), then the rows of the ``$GPUSBOM_CATALOG`` files."""
+    from ._tables import cached_parse
+
     text = read_text(__name__, "products.yaml")
     extra = _extra_rows()
     try:
-        return _check(tuple(_rows(text, eager=False) + extra))
+        return _check(tuple(cached_parse(text, _shipped_rows, code=True)) + tuple(extra))
     except CatalogError as exc:
         if not extra:
             raise

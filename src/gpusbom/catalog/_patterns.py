@@ -77,15 +77,17 @@ def literal_prefixes(pattern: str) -> tuple[str, ...] | None:
 
 
 class NamePattern:
-    """A catalog pattern (case-insensitive), compiled on first use: a scan needs a handful
-    of the table's ~340 patterns, and compiling them all cost every run ~25 ms. ``prefixes``
-    (``literal_prefixes``) lets a lookup skip the patterns a name cannot match without
-    compiling them."""
+    """A catalog pattern (case-insensitive unless ``flags`` say otherwise), compiled on
+    first use: a scan needs a handful of the table's ~340 patterns, and compiling them all
+    cost every run ~25 ms. ``prefixes`` (``literal_prefixes``) lets a lookup skip the
+    patterns a name cannot match without compiling them."""
 
-    __slots__ = ("_rx", "pattern", "prefixes")
+    __slots__ = ("_rx", "flags", "pattern", "prefixes")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, flags: int = re.IGNORECASE) -> None:
         self.pattern = pattern
+        self.flags = flags
+        # a prefix of every case-insensitive match is one of every case-sensitive match too
         self.prefixes = literal_prefixes(pattern)
         self._rx: re.Pattern[str] | None = None
 
@@ -93,7 +95,7 @@ class NamePattern:
     def rx(self) -> re.Pattern[str]:
         rx = self._rx
         if rx is None:
-            rx = self._rx = re.compile(self.pattern, re.IGNORECASE)
+            rx = self._rx = re.compile(self.pattern, self.flags)
         return rx
 
     def may_match(self, name: str) -> bool:

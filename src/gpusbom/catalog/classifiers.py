@@ -39,6 +39,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Row:
+    """One binary classifier: the files it looks at and the evidence it searches."""
+
     id: str
     product: str
     stack: str

@@ -24,6 +24,7 @@ from typing import Any
 
 from .._resources import read_text
 from . import CatalogError, _yaml, normalise_name
+from ._patterns import NamePattern
 
 __all__ = ["KINDS", "PackageProduct", "entries", "names_of", "product_of"]
 
@@ -36,23 +37,24 @@ _LITERAL = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 @dataclass(frozen=True)
 class PackageProduct:
+    """One entry: the (stack, product) of the package names its patterns match (in full,
+    case-sensitively, each compiled on first use: ``NamePattern``)."""
+
     stack: str
     product: str
-    names: Mapping[str, tuple[re.Pattern[str], ...]]
+    names: Mapping[str, tuple[NamePattern, ...]]
 
 
 def _entry(row: Any, n: int) -> PackageProduct:
     if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("stack", "product")):
         raise CatalogError(f"packages.yaml entry {n}: needs stack and product")
-    names: dict[str, tuple[re.Pattern[str], ...]] = {}
+    names: dict[str, tuple[NamePattern, ...]] = {}
     for kind in KINDS:
         pats = row.get(kind) or []
         if not isinstance(pats, list) or not all(isinstance(p, str) for p in pats):
             raise CatalogError(f"packages.yaml entry {n}: {kind} must be a list of strings")
-        try:
-            names[kind] = tuple(re.compile(p) for p in pats)
-        except re.error as exc:
-            raise CatalogError(f"packages.yaml entry {n}: {kind}: {exc}") from None
+        # compiled when a name could match (the shipped table's patterns: by its tests)
+        names[kind] = tuple(NamePattern(p, 0) for p in pats)
     unknown = set(row) - {"stack", "product", *KINDS}
     if unknown:
         raise CatalogError(f"packages.yaml entry {n}: unknown keys {sorted(unknown)}")
@@ -73,7 +75,7 @@ def product_of(kind: str, name: str) -> tuple[str, str] | None:
     """(stack, product) of the first entry whose ``kind`` names match ``name``."""
     n = normalise_name("pypi" if kind == "pypi" else "distro", name)
     for e in entries():
-        if any(rx.fullmatch(n) for rx in e.names.get(kind, ())):
+        if any(p.may_match(n) and p.fullmatch(n) for p in e.names.get(kind, ())):
             return (e.stack, n if e.product == NAME else e.product)
     return None
 

@@ -21,6 +21,8 @@ from ..writers import WriterOptions, all_writers, get_writer, has_writer
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """One ``-o FORMAT[=PATH]`` output."""
+
     format: str
     path: str | None  # None: standard output
 

@@ -41,6 +41,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Vendor:
+    """A vendor's purl namespace and supplier name."""
+
     purl_ns: str  # pkg:generic/<purl_ns>/...
     supplier: str
 
@@ -118,6 +120,8 @@ def upstream_version(pkg: Component) -> str | None:
 
 @dataclass(frozen=True)
 class OwnedVersion:
+    """A product version read from the package that owns its file."""
+
     package: str
     package_version: str
     version: str | None  # upstream part

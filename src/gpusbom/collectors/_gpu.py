@@ -42,6 +42,8 @@ _ROOT_DIRS = ("lib", "lib64", "include", "bin", "sbin")
 
 @dataclass(frozen=True)
 class Soname:
+    """A shared library's name split into its stem and version suffix."""
+
     stem: str  # libcudart
     suffix: str | None  # "12.4.127", "12" or None
 
@@ -188,6 +190,8 @@ def parse_require_cuda(expr: str) -> RequireCuda:
 
 @dataclass
 class _Obs:
+    """What was seen of one library at one location, with candidate versions."""
+
     name: str
     location: str
     versions: list[tuple[int, str, str]] = field(

@@ -208,6 +208,8 @@ def package_label(pkg: Component | None) -> str | None:
 
 @dataclass(frozen=True)
 class IcdDriver:
+    """What an ICD driver library's file name says about its product."""
+
     product: str
     vendor: str | None
     supplier: str | None

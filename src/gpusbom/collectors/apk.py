@@ -38,6 +38,8 @@ _WANTED = frozenset("PVALomTUIcDp")
 
 @dataclass
 class ApkPackage:
+    """One package of an Alpine ``installed`` database."""
+
     name: str
     version: str
     arch: str | None = None

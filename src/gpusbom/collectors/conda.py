@@ -47,6 +47,8 @@ _DEP_NAME_RX = re.compile(r"^\s*([^\s=<>!~,\[]+)")
 
 @dataclass
 class CondaPackage:
+    """One package of a conda environment's ``conda-meta``."""
+
     name: str
     version: str
     build: str | None = None

@@ -71,6 +71,8 @@ _SOURCE_RX = re.compile(r"^\s*(\S+)(?:\s*\(\s*([^)\s]+)\s*\))?")
 
 @dataclass
 class DebPackage:
+    """One package of a dpkg status database."""
+
     name: str
     version: str
     architecture: str | None = None

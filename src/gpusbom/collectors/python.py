@@ -53,6 +53,8 @@ _UNSET = {"", "unknown", "none"}
 
 @dataclass
 class PyDistribution:
+    """One installed Python distribution's core metadata."""
+
     name: str
     version: str
     summary: str | None = None

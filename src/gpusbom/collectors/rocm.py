@@ -149,6 +149,8 @@ def _lib_dirs() -> tuple[str, ...]:
 
 @dataclass
 class _Install:
+    """One ROCm installation: its root, the links to it, and its version sources."""
+
     root: str  # real path
     links: list[str] = field(default_factory=list)  # /opt/rocm -> root
     sources: list[tuple[str, str, Evidence]] = field(default_factory=list)  # (what, ver, ev)

@@ -99,6 +99,8 @@ class RpmHeaderError(CollectorError, ValueError):
 
 @dataclass
 class RpmPackage:
+    """One package of an RPM database."""
+
     name: str
     version: str
     release: str

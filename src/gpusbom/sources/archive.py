@@ -59,6 +59,8 @@ _OTHER_COMPRESSION = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
 
 @dataclass
 class _Member:
+    """One member of a tar archive, as the index of an archive records it."""
+
     name: str
     kind: EntryKind
     size: int = 0

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # type-only: keeps importing sources cheap
 
 @dataclass
 class ReadContext:
+    """What a source reads with: the path matcher, the spool, the limits."""
+
     matcher: PathMatcher
     spool: Spool
     limits: Limits = field(default_factory=Limits)
@@ -27,6 +29,8 @@ class ReadContext:
 
 @dataclass
 class SourceResult:
+    """What a source read: the target and its layers (or its own view)."""
+
     target: Target
     layers: list[LayerIndex]  # in application order, bottom first
     # Set instead of ``layers`` by sources that build the view themselves (``dir:``);

@@ -93,6 +93,8 @@ def thread_mib(chunk_kib: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class LayerSchedule:
+    """The order layers are read in and the workers and threads for each."""
+
     order: list[int]  # plan positions, largest layer first
     processes: int  # worker processes (0: threads in this process)
     threads: list[int]  # inflate threads per plan position (1: sequential)

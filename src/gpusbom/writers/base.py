@@ -10,6 +10,8 @@ from typing import Any, ClassVar, TextIO
 
 @dataclass(frozen=True)
 class WriterOptions:
+    """Options that change how a writer renders a result."""
+
     cyclonedx_version: str = "1.6"
     #: CycloneDX JSON 1.6/1.7: evidence.identity as the single (deprecated) object that
     #: CycloneDX 1.5 readers such as Syft 1.18 (cyclonedx-go) can decode

@@ -121,6 +121,8 @@ _ARCH_ALIASES = {
 
 @dataclass(frozen=True)
 class OciPlatform:
+    """An image platform (os, architecture, variant)."""
+
     os: str
     arch: str
     variant: str | None = None

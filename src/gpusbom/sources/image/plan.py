@@ -66,6 +66,8 @@ class BlobStore(ABC):
 
 @dataclass
 class ImageConfig:
+    """What an image's configuration blob says that a scan uses."""
+
     digest: str
     diff_ids: list[str]
     env: dict[str, str]
@@ -77,6 +79,8 @@ class ImageConfig:
 
 @dataclass
 class LayerPlan:
+    """One layer to read: where its blob is and the digests to verify."""
+
     index: int
     path: str  # in the store
     diff_id: str
@@ -88,6 +92,8 @@ class LayerPlan:
 
 @dataclass
 class ImagePlan:
+    """An image to read: its configuration and its layers, bottom first."""
+
     config: ImageConfig
     layers: list[LayerPlan]
     manifest_digest: str | None = None
