@@ -103,6 +103,35 @@ def test_plan_splits_large_directories(tmp_path: Path) -> None:
     assert len(whole) == len(set(whole)) and "/usr/lib/x86_64-linux-gnu/sub" in whole
 
 
+def test_triton_tools_are_a_parse_piece_taken_first(tmp_path: Path) -> None:
+    """The tools Triton bundles (read whole for their release string: the workers' longest
+    parse) are a piece of their own at the head of the queue, not part of a ``triton``
+    piece taken late; the view is the one-process walk's."""
+    from gpusbom.host.walker import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
+
+    root = _tree(tmp_path / "root")
+    triton = root / "opt/venv/lib/python3.12/site-packages/triton"
+    (triton / "backends/nvidia/bin").mkdir(parents=True)
+    (triton / "backends/nvidia/bin/ptxas").write_bytes(
+        b"\x7fELF ... Cuda compilation tools, release 12.8, V12.8.93\x00")
+    (triton / "language").mkdir()
+    (triton / "language/core.py").write_text("")
+    lim = Limits()
+    with Spool(lim) as spool:
+        walker = _HostWalker(build_matcher(select_collectors(None)), spool, lim, skip_host=True)
+        walker.defer = []
+        roots = expand_roots(str(root), HOST_ROOTS)
+        _walk_roots(walker, str(root), roots)
+        tasks = parwalk._plan(walker, str(root), roots)
+    order = [tasks[i][0] for i in parwalk._queue_order(tasks)]
+    bin_dir = "/opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/bin"
+    first_plain = next(i for i, p in enumerate(order) if not parwalk._PARSED.fullmatch(p))
+    assert bin_dir in order[:first_plain]
+    serial = _view(root, 1)
+    assert serial[0][bin_dir + "/ptxas"][7]  # captured (matched)
+    assert _view(root, 3) == serial
+
+
 def test_parallel_walk_limit_and_worker_failures(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "root")
