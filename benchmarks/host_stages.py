@@ -118,6 +118,10 @@ os.fork = _timed_fork
 _walk_task = pw._walk_task
 
 
+#: the pieces this worker walked: [walk seconds, parse seconds, piece, start after birth]
+PIECES: list[list[Any]] = []
+
+
 def _timed_walk_task(*a: Any) -> None:
     t = time.perf_counter()
     try:
@@ -125,6 +129,7 @@ def _timed_walk_task(*a: Any) -> None:
     finally:
         WORKER["walk"] += time.perf_counter() - t
         WORKER["tasks"] += 1
+        PIECES.append([time.perf_counter() - t, 0.0, a[3], t - WORKER["born"]])
 
 
 pw._walk_task = _timed_walk_task
@@ -137,6 +142,8 @@ def _timed_make(entries: Any) -> Any:
         return _make(entries)
     finally:
         WORKER["make"] += time.perf_counter() - t
+        if PIECES:
+            PIECES[-1][1] = time.perf_counter() - t
 
 
 pm.make = _timed_make
@@ -155,6 +162,12 @@ class _Pickle:
             f"  worker {os.getpid()}: lived {now - WORKER['born']:.3f} tasks {WORKER['tasks']} "
             f"walk {WORKER['walk']:.3f} parse {WORKER['make']:.3f} bytes {len(b)} "
             f"ended @{now - T1:.3f}\n")
+        # its longest pieces (walk+parse, when it took them): a worker that ends well after
+        # the others shows which piece held it (Triton's bundled tools did, once)
+        top = sorted(PIECES, key=lambda x: -(x[0] + x[1]))[:3]
+        sys.stderr.write("    longest: " + "; ".join(
+            f"{w:.3f}+{m:.3f} @{at:.3f} {task[0]}[{task[3]}/{task[4]}]"
+            for w, m, task, at in top) + "\n")
         return b
 
     @staticmethod
