@@ -367,3 +367,21 @@ def test_null_progress_default_ok() -> None:
             size=123,
         )
     assert li.ref.index == 3 and li.ref.size == 123
+
+
+def test_spool_makes_its_directory_when_first_needed() -> None:
+    # a scan that spools nothing makes no temp directory; one that does removes it on close
+    with Spool() as unused:
+        pass
+    assert unused._dir is None
+    with Spool() as sp:
+        assert sp._dir is None
+        path = sp.new_path()
+        d = sp.dir
+        assert os.path.dirname(path) == d and os.path.isdir(d)
+        assert os.stat(d).st_mode & 0o777 == 0o700  # mkdtemp: private
+        with open(path, "wb") as f:
+            f.write(b"x")
+    assert not os.path.exists(d)
+    with pytest.raises(ValueError):
+        unused.new_path()  # closed: no directory made after the fact

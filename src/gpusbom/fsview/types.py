@@ -169,24 +169,37 @@ class NullProgress:
 
 
 class Spool:
-    """Owns a private temp directory for large captured files; removed on close."""
+    """Owns a private temp directory for large captured files; removed on close. The
+    directory is made when first asked for: most small scans spool nothing (making it,
+    with ``tempfile``'s first probe of the temp directory, and removing it took ~1 ms)."""
 
     def __init__(self, limits: Limits | None = None) -> None:
-        import tempfile
-
         self.limits = limits or Limits()
-        self.dir = tempfile.mkdtemp(prefix="gpusbom-")
+        self._dir: str | None = None
+        self._closed = False
         self._n = 0
         self.bytes = 0
+
+    @property
+    def dir(self) -> str:
+        if self._dir is None:
+            if self._closed:
+                raise ValueError("spool is closed")
+            import tempfile
+
+            self._dir = tempfile.mkdtemp(prefix="gpusbom-")
+        return self._dir
 
     def new_path(self) -> str:
         self._n += 1
         return os.path.join(self.dir, f"f{self._n:07d}")
 
     def close(self) -> None:
-        import shutil
+        self._closed = True
+        if self._dir is not None:
+            import shutil
 
-        shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> Spool:
         return self

@@ -153,7 +153,11 @@ class SharedSpool:
         self._lock = lock
         self._seen = 0
         self.limits = getattr(spool, "limits", None)
-        self.dir = getattr(spool, "dir", None)
+
+    @property
+    def dir(self) -> str | None:
+        with self._lock:  # the scan's spool makes its directory when first asked
+            return getattr(self._spool, "dir", None)
 
     def new_path(self) -> str:
         with self._lock:
