@@ -284,17 +284,20 @@ class LayerCache:
                 # the plan's LayerRef (index, media type, history) is the one to report
                 got[i] = finish(_at_index(li, la.index), la, "layer cache")
                 used.append(key)  # type: ignore[arg-type]
-        self._touch(list(dict.fromkeys(used)))
         self.hits += len(got)
         todo = [i for i in range(len(layers)) if i not in got]
         self.misses += len(todo)
-        if todo:
+        if not todo:
+            self._touch(list(dict.fromkeys(used)))
+        else:
             sub_ctx = replace(
                 ctx, layer_cache=None, limits=replace(ctx.limits, shadow_key=self.shadow_key)
             )
             fresh = read(replace(plan, layers=[layers[i] for i in todo]), sub_ctx)
-            self._db.execute("BEGIN")  # the new entries and the eviction: one commit
+            # the hits' use time, the new entries and the eviction: one commit
+            self._db.execute("BEGIN")
             try:
+                self._touch(list(dict.fromkeys(used)))
                 for i, li in zip(todo, fresh, strict=False):
                     got[i] = li
                     key = keys[i]
