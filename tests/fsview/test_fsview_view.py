@@ -264,6 +264,32 @@ def test_entries_glob_listdir() -> None:
         assert f.read() == b"A"
 
 
+def test_glob_in_a_large_directory_is_the_regex_scan() -> None:
+    """A glob whose literal directory holds many paths is answered through the base-name
+    index (``FsView._glob_raw``): the same paths, in the same order, as testing every path
+    of the view against the glob's regex."""
+    import re
+
+    from gpusbom.fsview.spec import glob_to_regex
+    from gpusbom.fsview.view import _BASE_INDEX_OVER
+
+    lib = "usr/lib/x86_64-linux-gnu"
+    files = [F(f"{lib}/libz{i:04d}.so.1", b"z") for i in range(_BASE_INDEX_OVER * 3)]
+    files += [F(f"{lib}/libamdhip64.so.6.2.60200", b"h"), F(f"{lib}/libamdhip64.so.6", b"h"),
+              F(f"{lib}/sub/libamdhip64.so.5", b"h"), F("usr/lib/libamdhip64.so", b"h"),
+              F(f"{lib}/libamdhip64.sox", b"h"), F("opt/rocm/lib/libamdhip64.so.6", b"h")]
+    v = view_of([make_tar(files)])
+    every = [e.path for e in v.entries()]
+    for pattern in (f"/{lib}/libamdhip64.so*", f"/{lib}/libamdhip64.so.?", "/usr/lib/libamdhip64.so*",
+                    f"/{lib}/libz00[0-4]*.so.1", f"/{lib}/lib*.so.6", f"/{lib}/*/libamdhip64.so*",
+                    f"/{lib}/libnothing.so*", "/usr/lib/*/libamdhip64.so.6"):
+        rx = re.compile("^" + glob_to_regex(pattern) + "$")
+        assert v.glob(pattern) == [p for p in every if rx.match(p)], pattern
+    assert v.glob(f"/{lib}/libamdhip64.so*") == [f"/{lib}/libamdhip64.so.6",
+                                                  f"/{lib}/libamdhip64.so.6.2.60200",
+                                                  f"/{lib}/libamdhip64.sox"]
+
+
 def test_implicit_parent_dirs() -> None:
     # a tar without directory entries still gives a navigable tree
     v = view_of([make_tar([F("a/b/c/d.txt", b"d")])])

@@ -44,6 +44,11 @@ def _literal_prefix(name: str) -> str:
     return name
 
 
+#: a glob's literal directory holding more kept paths than this is searched through the
+#: base-name index instead, when that has fewer candidates (``FsView._glob_raw``)
+_BASE_INDEX_OVER = 64
+
+
 @functools.lru_cache(maxsize=4096)
 def _glob_rx(pattern: str) -> re.Pattern[str]:
     # collectors glob the same few hundred patterns on every scan
@@ -293,6 +298,19 @@ class FsView:
             prefix = "/" + "/".join(lit) + "/"
             lo = bisect.bisect_left(paths, prefix)
             hi = bisect.bisect_left(paths, prefix[:-1] + "0")  # "0" sorts right after "/"
+            base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
+            if base and hi - lo > _BASE_INDEX_OVER:
+                # "/usr/lib/x86_64-linux-gnu/libamdhip64.so*": the paths whose base name
+                # starts with the literal part, when they are fewer than the directory's
+                # (a host's library directory keeps thousands; a GPU collector globs dozens
+                # of such names, most with a copy or two: 48 globs of ROCm's, 10-20 ms of
+                # an H200 host's scan, each a regex test of the whole directory)
+                by_base, names = self._base_index()
+                blo = bisect.bisect_left(names, base)
+                bhi = bisect.bisect_left(names, base + "\U0010ffff")
+                if bhi - blo < hi - lo:
+                    return sorted(p for n in names[blo:bhi] for p in by_base[n]
+                                  if p.startswith(prefix) and rx.match(p))
             candidates: Iterable[str] = paths[lo:hi]
         else:
             base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
