@@ -211,7 +211,8 @@ def test_tables_are_parsed_once_per_content(tmp_path: Path,
     # the package's YAML tables are kept parsed in the user cache, named by their content
     from importlib import resources
 
-    from gpusbom.catalog import _tables, _yaml
+    from gpusbom import _tables
+    from gpusbom.catalog import _yaml
 
     monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
     text = resources.files("gpusbom.catalog").joinpath("products.yaml").read_text("utf-8")
@@ -241,7 +242,7 @@ def test_built_rows_are_kept_per_content_and_code(tmp_path: Path,
     # products() keeps its built rows in the user cache, named by the text and by the code
     # that built them: another fingerprint of gpusbom's code builds them again
     from gpusbom import _codeid, catalog
-    from gpusbom.catalog import _tables
+    from gpusbom import _tables
 
     monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
     text = "- {id: a, vendor: V, stack: s, name: A, pypi: [a-.*]}\n"

@@ -3,6 +3,10 @@ the directory, without making every other file a candidate."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from gpusbom.fsview.spec import PathMatcher, PathSpec
 
 
@@ -38,3 +42,43 @@ def test_everything_spec() -> None:
         assert m.match(p) is not None, p
     assert m.dir_prefilter("/") is None
     assert m.dir_prefilter("/usr/lib") is None
+
+
+def test_collectors_matcher_layout_kept_in_the_user_cache(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # the collectors' matcher is laid out once per set of specs and code, then read from the
+    # user cache: the same answers for paths around every spec as one laid out afresh
+    import random
+
+    from gpusbom import _codeid
+    from gpusbom.collect import build_matcher, select_collectors
+    from gpusbom.fsview import spec
+
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
+    classes = select_collectors(None)
+    calls: list[int] = []
+    layout = spec._layout
+    monkeypatch.setattr(spec, "_layout", lambda p: calls.append(1) or layout(p))
+    first = build_matcher(classes)
+    assert len(first.specs) >= spec._CACHED_LAYOUT and calls == [1]
+    cached = build_matcher(classes)
+    assert calls == [1]  # from the cache
+    monkeypatch.setattr(_codeid, "code_fingerprint", lambda: "another code")
+    build_matcher(classes)
+    assert calls == [1, 1]  # other code: laid out again
+    rng = random.Random(7)
+    paths = {"/", "/x", "/usr/libexec/a/b", "/etc/os-release"}
+    for sp in first.specs:
+        for _ in range(3):
+            p = "".join(rng.choice(["/usr", "/lib", "/a.b", "-1", "x", "12"]) if c in "*?[]" else c
+                        for c in sp.pattern.replace("**", "*"))
+            paths.update({p, p + "x", p.rsplit("/", 1)[0] + "/y"})
+    assert len(paths) > 1000
+    for p in sorted(paths):
+        a, b = first.match(p), cached.match(p)
+        assert (a is None) == (b is None) and (a is None or (a.pattern, a.max_size, a.history)
+                                               == (b.pattern, b.max_size, b.history)), p
+        head = p.rsplit("/", 1)[0] or "/"
+        pa, pb = first.dir_prefilter(head), cached.dir_prefilter(head)
+        assert (pa is None) == (pb is None), head
+    assert sum(first.match(p) is not None for p in paths) > 300

@@ -113,7 +113,7 @@ def _key(data: bytes, trusted: bool, targets: dict[str, Any]) -> str:
 
 
 def _dir() -> Path:
-    from ..catalog._tables import tables_dir
+    from .._tables import tables_dir
 
     return tables_dir()
 

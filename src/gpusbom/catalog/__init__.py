@@ -233,7 +233,7 @@ def _yaml(text: str, cache: bool = False) -> Any:
     """YAML text parsed by libyaml's safe loader (PyYAML's pure-Python one without it);
     ``cache``: gpusbom's own table, parsed once per content (``_tables``)."""
     if cache:
-        from ._tables import cached_parse
+        from .._tables import cached_parse
 
         return cached_parse(text, _yaml)
     import yaml
@@ -300,7 +300,7 @@ def _shipped_rows(text: str) -> tuple[Product, ...]:
 def products() -> tuple[Product, ...]:
     """Every row of the shipped table, in file order (built once per content and code:
     ``_tables``), then the rows of the ``$GPUSBOM_CATALOG`` files."""
-    from ._tables import cached_parse
+    from .._tables import cached_parse
 
     text = read_text(__name__, "products.yaml")
     extra = _extra_rows()

@@ -16,10 +16,11 @@ Glob syntax, on absolute image paths:
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .types import StreamAnalyzer
@@ -120,6 +121,82 @@ def _longest_literal(text: str) -> str:
     return max(runs, key=len) if runs else ""
 
 
+#: from this many specs on, the matcher's layout is kept in the user cache (``gpusbom._tables``:
+#: laying out the collectors' ~580 specs took ~3 ms of every scan on a 2-core VM)
+_CACHED_LAYOUT = 64
+
+
+def _layout_of_json(text: str) -> dict[str, Any]:
+    return _layout(json.loads(text))
+
+
+def _layout(patterns: list[str]) -> dict[str, Any]:
+    """How ``PathMatcher`` indexes ``patterns`` (plain data, by position): specs bucketed by
+    the shape of their base name, and the sources of the two regular expressions that
+    reject most paths (see the class docstring)."""
+    exact: dict[str, list[int]] = {}
+    prefix: dict[str, list[int]] = {}
+    dir_exact: dict[str, list[int]] = {}
+    dir_suffix: dict[str, list[int]] = {}
+    suffix: dict[str, list[int]] = {}
+    infix: dict[str, list[int]] = {}
+    any_: list[int] = []
+    wild_base: set[int] = set()
+    for i, pattern in enumerate(patterns):
+        base = pattern.rsplit("/", 1)[-1]
+        if not _longest_literal(base) and "**" not in base:
+            wild_base.add(i)
+        if "**" in base:
+            any_.append(i)
+        elif not _WILD.intersection(base):
+            exact.setdefault(base, []).append(i)
+        elif len(_literal_prefix(base)) >= PathMatcher._PREFIX:
+            prefix.setdefault(_literal_prefix(base), []).append(i)
+        elif _literal_suffix(base):
+            suffix.setdefault(_literal_suffix(base), []).append(i)
+        elif (run := _longest_literal(base)) and len(run) >= 2:
+            infix.setdefault(run, []).append(i)  # "*.so.*" -> ".so."
+        else:
+            head = pattern.rsplit("/", 1)[0] or "/"
+            tail = head.rsplit("**", 1)[-1]
+            if "**" not in head and not _WILD.intersection(head):
+                dir_exact.setdefault(head, []).append(i)
+            elif tail.startswith("/") and len(tail) > 1 and not _WILD.intersection(tail):
+                dir_suffix.setdefault(tail, []).append(i)
+            else:
+                any_.append(i)
+    # specs for everything below a directory ("/**/libexec/**"): their base name
+    # matches anything, so they are found through the directory instead (a test per
+    # directory), not by the base-name test that every file goes through
+    deep = {i for i, p in enumerate(patterns) if p.rsplit("/", 1)[-1] == "**"}
+    # a file's directory ("/" for top-level files) is DIR or below it; "/**" is all
+    deep_heads = sorted(
+        {
+            glob_to_regex(d) + "(?:/.*)?" if (d := patterns[i].rsplit("/", 1)[0]) else ".*"
+            for i in deep
+        }
+    )
+    # One C-speed yes/no test on the base name rejects almost every path
+    # before any Python-level bucket lookup (specs with a wholly wild base
+    # name are found through their directory instead).
+    bases = sorted(
+        {
+            glob_to_regex("/" + p.rsplit("/", 1)[-1])[1:]
+            for i, p in enumerate(patterns)
+            if i not in wild_base and i not in deep
+        }
+    )
+    return {
+        "exact": exact, "prefix": prefix, "dir_exact": dir_exact, "dir_suffix": dir_suffix,
+        "suffix": suffix, "infix": infix, "any": any_, "wild_base": wild_base, "deep": deep,
+        "any_shallow": [i for i in any_ if i not in deep],
+        "suffix_lengths": sorted({len(k) for k in suffix}),
+        "prefix_lengths": sorted({len(k) for k in prefix}),
+        "deep_rx": "(?:" + "|".join(deep_heads) + r")\Z" if deep_heads else None,
+        "base_rx": "(?:" + "|".join(bases) + r")\Z" if bases else None,
+    }
+
+
 class PathMatcher:
     """All specs, indexed by the shape of their last path component.
 
@@ -140,68 +217,27 @@ class PathMatcher:
         # spec of each pattern stands for the others, its regex compiled and run once
         first: dict[str, int] = {}
         self._canon = [first.setdefault(sp.pattern, i) for i, sp in enumerate(self.specs)]
-        self._exact: dict[str, list[int]] = {}
-        self._prefix: dict[str, list[int]] = {}  # keyed by the whole literal prefix
-        self._dir_exact: dict[str, list[int]] = {}  # wild base name, literal directory
-        self._dir_suffix: dict[str, list[int]] = {}  # wild base name, directory ends literally
-        self._suffix: dict[str, list[int]] = {}
-        self._suffix_lengths: list[int] = []
-        self._infix: dict[str, list[int]] = {}
-        self._any: list[int] = []
-        self._wild_base: set[int] = set()
-        for i, spec in enumerate(self.specs):
-            base = spec.pattern.rsplit("/", 1)[-1]
-            if not _longest_literal(base) and "**" not in base:
-                self._wild_base.add(i)
-            if "**" in base:
-                self._any.append(i)
-            elif not _WILD.intersection(base):
-                self._exact.setdefault(base, []).append(i)
-            elif len(_literal_prefix(base)) >= self._PREFIX:
-                self._prefix.setdefault(_literal_prefix(base), []).append(i)
-            elif _literal_suffix(base):
-                self._suffix.setdefault(_literal_suffix(base), []).append(i)
-            elif (run := _longest_literal(base)) and len(run) >= 2:
-                self._infix.setdefault(run, []).append(i)  # "*.so.*" -> ".so."
-            else:
-                head = spec.pattern.rsplit("/", 1)[0] or "/"
-                tail = head.rsplit("**", 1)[-1]
-                if "**" not in head and not _WILD.intersection(head):
-                    self._dir_exact.setdefault(head, []).append(i)
-                elif tail.startswith("/") and len(tail) > 1 and not _WILD.intersection(tail):
-                    self._dir_suffix.setdefault(tail, []).append(i)
-                else:
-                    self._any.append(i)
-        # specs for everything below a directory ("/**/libexec/**"): their base name
-        # matches anything, so they are found through the directory instead (a test per
-        # directory), not by the base-name test that every file goes through
-        self._deep: set[int] = {
-            i for i, sp in enumerate(self.specs) if sp.pattern.rsplit("/", 1)[-1] == "**"
-        }
-        # a file's directory ("/" for top-level files) is DIR or below it; "/**" is all
-        deep_heads = sorted(
-            {
-                glob_to_regex(d) + "(?:/.*)?"
-                if (d := self.specs[i].pattern.rsplit("/", 1)[0])
-                else ".*"
-                for i in self._deep
-            }
-        )
-        self._deep_rx = re.compile("(?:" + "|".join(deep_heads) + r")\Z") if deep_heads else None
-        self._any_shallow = [i for i in self._any if i not in self._deep]
-        self._suffix_lengths = sorted({len(k) for k in self._suffix})
-        self._prefix_lengths = sorted({len(k) for k in self._prefix})
-        # One C-speed yes/no test on the base name rejects almost every path
-        # before any Python-level bucket lookup (specs with a wholly wild base
-        # name are found through their directory instead).
-        bases = sorted(
-            {
-                glob_to_regex("/" + sp.pattern.rsplit("/", 1)[-1])[1:]
-                for i, sp in enumerate(self.specs)
-                if i not in self._wild_base and i not in self._deep
-            }
-        )
-        self._base_rx = re.compile("(?:" + "|".join(bases) + r")\Z") if bases else None
+        patterns = [sp.pattern for sp in self.specs]
+        if len(patterns) >= _CACHED_LAYOUT:
+            from .._tables import cached_parse
+
+            lay = cached_parse(json.dumps(patterns), _layout_of_json, code=True)
+        else:
+            lay = _layout(patterns)
+        self._exact: dict[str, list[int]] = lay["exact"]
+        self._prefix: dict[str, list[int]] = lay["prefix"]  # keyed by the whole literal prefix
+        self._dir_exact: dict[str, list[int]] = lay["dir_exact"]  # wild base, literal directory
+        self._dir_suffix: dict[str, list[int]] = lay["dir_suffix"]  # wild base, directory's end
+        self._suffix: dict[str, list[int]] = lay["suffix"]
+        self._infix: dict[str, list[int]] = lay["infix"]
+        self._any: list[int] = lay["any"]
+        self._wild_base: set[int] = lay["wild_base"]
+        self._deep: set[int] = lay["deep"]
+        self._any_shallow: list[int] = lay["any_shallow"]
+        self._suffix_lengths: list[int] = lay["suffix_lengths"]
+        self._prefix_lengths: list[int] = lay["prefix_lengths"]
+        self._deep_rx = re.compile(lay["deep_rx"]) if lay["deep_rx"] is not None else None
+        self._base_rx = re.compile(lay["base_rx"]) if lay["base_rx"] is not None else None
 
     def _candidates(self, path: str) -> list[int]:
         base = path[path.rfind("/") + 1 :]

@@ -1,6 +1,6 @@
-"""The catalog's YAML tables, parsed once per content and kept in the user cache.
+"""What gpusbom derives from its own data, made once per content and kept in the user cache.
 
-Every command reads the same package data (``products.yaml``, ``names.yaml``,
+The catalog's YAML tables: every command reads the same package data (``products.yaml``, ``names.yaml``,
 ``packages.yaml``, ``classifiers.yaml``, ``display.yaml``): importing PyYAML and parsing
 them cost 30-35 ms of every run on a 2-core VM, unpickling the parsed tables 1 ms. The
 cache file is named by the SHA-256 of gpusbom's version and the text, so an edited table
@@ -13,7 +13,8 @@ are cached: files named by ``$GPUSBOM_CATALOG`` are parsed every time.
 What is built from a table by gpusbom's code (``products()``'s rows: validating them and
 indexing their ~340 name patterns took 4-5 ms of every run) is kept the same way with
 ``code=True``: named also by the fingerprint of that code (``gpusbom._codeid``), so an
-edited module never gets objects an older one built.
+edited module never gets objects an older one built. The path matcher's layout of the
+collectors' ~580 path specs (``fsview.spec``) is kept that way too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._userdir import user_cache_dir, write_private
+from ._userdir import user_cache_dir, write_private
 
 __all__ = ["cached_parse", "tables_dir"]
 
@@ -37,11 +38,11 @@ def tables_dir() -> Path:
 def cached_parse(text: str, parse: Callable[[str], Any], *, code: bool = False) -> Any:
     """``parse(text)``, from the user cache when this text was parsed before (``code``: by
     this very code, for results that are gpusbom's own objects)."""
-    from .. import __version__
+    from . import __version__
 
     salt = __version__
     if code:
-        from .._codeid import code_fingerprint
+        from ._codeid import code_fingerprint
 
         salt += "\0" + code_fingerprint()
     digest = hashlib.sha256(f"{salt}\0".encode() + text.encode()).hexdigest()
