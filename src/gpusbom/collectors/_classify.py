@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
 import io
 import os
 import posixpath
@@ -464,13 +465,23 @@ def is_executable_path(path: str) -> bool:
     return any(f"/{d}/" in path for d in ("bin", "sbin", "libexec"))
 
 
+@functools.lru_cache(maxsize=1024)
+def _literal_head(glob: str) -> str:
+    """What every name ``glob`` matches starts with (its text before the first wildcard)."""
+    cut = min((i for i in (glob.find("*"), glob.find("?"), glob.find("[")) if i >= 0),
+              default=len(glob))
+    return glob[:cut]
+
+
 def _applies(row: Row, path: str, etype: int) -> bool:
     base = posixpath.basename(path)
     for g in row.globs:
         if g == "<executable>":
             if is_executable_path(path) and etype in (2, 3):
                 return True
-        elif fnmatch.fnmatchcase(base, g):
+        # fnmatch compiles each glob to a regular expression on first use: not for names
+        # that cannot match (most rows' globs, for most libraries)
+        elif base.startswith(_literal_head(g)) and fnmatch.fnmatchcase(base, g):
             if row.elf == "exec" and etype not in (2, 3):
                 continue
             if row.elf == "lib" and etype != 3:
