@@ -70,7 +70,10 @@ def _name_corpus(eco: str) -> list[str]:
     out = {"", "a", "lib", "nvidia", "python3", "ſ", "K", "zlib1g", "libc6", "numpy", "torch"}
     for r in catalog.products():
         for p in r.names.get(eco, ()):
-            for alt in re.split(r"\|", p.pattern):
+            alts = re.split(r"\|", p.pattern)
+            # an optional vendor namespace first ("(nvidia/)?cuda"): with it and without
+            alts += [re.sub(r"^\(([\w/-]+)\)\?", sub, a) for a in alts for sub in (r"\1", "")]
+            for alt in alts:
                 stem = re.split(r"[\\(\[?*+{]", alt.replace("\\.", "."))[0]
                 for tail in ("", "1", "2", "12", "-12-4", "-dev", "-server", "-cu12", "-2024.2",
                              "-open", "_x", "/x", "/x/y", "x"):
@@ -107,8 +110,11 @@ def test_literal_prefixes() -> None:
     assert lp("abc?") == ("ab",) and lp("ab*x") == ("a",) and lp("ab+") == ("ab",)
     assert lp("a[|]b|cd") == ("a", "cd") and lp("x\\|y") == ("x",)
     assert lp("[]|]x|y") is None  # a set that starts with ]
-    for unprefixed in ("(nvidia/)?cuda", ".*nvidia", "a|", "a{0,1}b", "(?i)x", "^x", "\\dx",
-                       "a)", "(a"):
+    # an optional literal group first: both ways
+    assert lp("(nvidia/)?cuda|(nvidia/)?tools") == ("nvidia/cuda", "cuda", "nvidia/tools", "tools")
+    assert lp("(Intel/)?level-zero(-loader)?") == ("intel/level-zero", "level-zero")
+    for unprefixed in ("(intel/)?(neo|igc)", "(a|b)?x", "(a)??x", "()?x", ".*nvidia", "a|",
+                       "a{0,1}b", "(?i)x", "^x", "\\dx", "a)", "(a"):
         assert lp(unprefixed) is None, unprefixed
 
 

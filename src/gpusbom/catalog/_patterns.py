@@ -11,7 +11,7 @@ __all__ = ["NamePattern", "literal_prefixes"]
 
 #: characters of a pattern's literal start (anything else: a metacharacter, an escape, or a
 #: character whose case folding is not plain ASCII lower-casing)
-_LITERAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_LITERAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/")
 
 
 def _alternatives(pattern: str) -> list[str] | None:
@@ -53,18 +53,32 @@ def _alternatives(pattern: str) -> list[str] | None:
     return out
 
 
+def _optional_head(alt: str) -> list[str]:
+    """An alternative that starts with an optional literal group, as the two it stands for:
+    ``(nvidia/)?cuda`` -> ``["nvidia/cuda", "cuda"]`` (the vendor namespace of generic
+    names); any other alternative as it is."""
+    if alt.startswith("("):
+        end = alt.find(")?")
+        group = alt[1:end] if end > 1 else ""
+        if group and all(ch in _LITERAL_CHARS or ch == "/" for ch in group):
+            rest = alt[end + 2:]
+            return [group + rest, rest]
+    return [alt]
+
+
 def literal_prefixes(pattern: str) -> tuple[str, ...] | None:
     """Lower-cased text that every string ``pattern`` full-matches case-insensitively starts
     with, one per top-level alternative: ``libcuda1|libcuda-\\d+`` -> ``("libcuda1",
-    "libcuda-")``. None when an alternative starts with anything but a literal (``(lib)?x``,
-    ``.*x``). Only ASCII letters, digits, ``-`` and ``_`` count as literal, so for an ASCII
-    name the prefix test is exact; a quantified last character (``x?``, ``x*``, ``x{0,1}``)
-    is left out."""
+    "libcuda-")``; an optional literal group first counts both ways (``(nvidia/)?cuda`` ->
+    ``("nvidia/cuda", "cuda")``). None when an alternative starts with anything else
+    (``(lib|x)y``, ``.*x``). Only ASCII letters, digits, ``-``, ``_`` and ``/`` count as
+    literal, so for an ASCII name the prefix test is exact; a quantified last character
+    (``x?``, ``x*``, ``x{0,1}``) is left out."""
     alts = _alternatives(pattern)
     if alts is None:
         return None
     out = []
-    for alt in alts:
+    for alt in (a for whole in alts for a in _optional_head(whole)):
         n = 0
         while n < len(alt) and alt[n] in _LITERAL_CHARS:
             n += 1
