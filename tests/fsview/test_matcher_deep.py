@@ -82,3 +82,60 @@ def test_collectors_matcher_layout_kept_in_the_user_cache(tmp_path: Path,
         pa, pb = first.dir_prefilter(head), cached.dir_prefilter(head)
         assert (pa is None) == (pb is None), head
     assert sum(first.match(p) is not None for p in paths) > 300
+
+
+def test_component_test_answers_as_the_regex() -> None:
+    # the test PathMatcher runs instead of compiling a spec's regex: the same answer as the
+    # regex for every collector pattern of its shape, and for random ones, over paths built
+    # around them (empty components, trailing slashes, pieces repeated); None elsewhere
+    import random
+    import re
+
+    from gpusbom.collect import select_collectors
+    from gpusbom.fsview.spec import component_test, glob_to_regex
+
+    rng = random.Random(11)
+    patterns = sorted({sp.pattern for c in select_collectors(None) for sp in c.paths})
+    letters = ["a", "b", "ab", ".", "-", "x1", ""]
+    for _ in range(300):
+        comps = ["".join(rng.choice(letters + ["*"]) for _ in range(rng.randint(0, 4)))
+                 for _ in range(rng.randint(1, 4))]
+        patterns.append(("/**/" if rng.random() < 0.5 else "/") + "/".join(comps))
+    shaped = 0
+    for pattern in patterns:
+        test = component_test(pattern)
+        if "?" in pattern or "[" in pattern or "**" in pattern.removeprefix("/**/"):
+            assert test is None, pattern
+            continue
+        assert test is not None, pattern
+        shaped += 1
+        rx = re.compile("^" + glob_to_regex(pattern) + "$")
+        base = pattern.removeprefix("/**/").removeprefix("/")
+        paths = {"/", "//", "x", "/x", base, "/" + base, "//" + base, "/a/" + base, "/a//" + base,
+                 "/" + base + "/", "/" + base + "x", "/a/b/" + base.replace("*", ""),
+                 "/" + base.replace("*", "ab"), "/q/" + base.replace("*", "a/b")}
+        for _ in range(20):
+            paths.add("/" + "/".join(rng.choice(["", "a", "ab", "b.x", base.replace("*", s)])
+                                     for s in ("", "ab.", "-1")
+                                     for _ in range(rng.randint(0, 1))))
+        for p in paths:
+            assert test(p) == (rx.match(p) is not None), (pattern, p)
+    assert shaped > 250
+
+
+def test_matcher_answers_as_with_regexes_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # "$" also matches before a final newline and "." (in "/**/") never matches one: a path
+    # with a newline goes to the spec's regex; every answer is the one of regexes alone
+    from gpusbom.fsview import spec
+
+    specs = [PathSpec("/etc/os-release"), PathSpec("/**/x*/METADATA"), PathSpec("/**/*.so.*"),
+             PathSpec("/opt/*/lib/lib?.so"), PathSpec("/**/libexec/**")]
+    paths = ["/etc/os-release", "/etc/os-release\n", "/a\nb/x1/METADATA", "/a/x\n1/METADATA",
+             "/a/x1/METADATA", "/a/y1/METADATA", "/x/METADATA\n", "/l/a.so.1", "/l/a.so.1\n",
+             "/l\n/a.so.1", "/opt/r/lib/liba.so", "/opt/r\n/lib/liba.so", "/u/libexec/a\nb"]
+    fast = spec.PathMatcher(specs)
+    got = [(p, fast.match(p)) for p in paths]
+    monkeypatch.setattr(spec, "component_test", lambda pattern: None)
+    slow = spec.PathMatcher(specs)
+    assert got == [(p, slow.match(p)) for p in paths]
+    assert sum(m is not None for _, m in got) >= 5
