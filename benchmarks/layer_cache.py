@@ -114,7 +114,7 @@ def _round(a: Path, b: Path, env: dict[str, str], tables: Path | None = None,
     """(first scan of A, second scan of B, B without the cache: each (wall, CPU)), whether
     B's output is identical without the cache, and (``one``) the first scan of the one-file
     image; with an empty layer cache in a temporary directory. ``tables``: the catalog's
-    parsed tables and the advisory database's index (``catalog/_tables.py``,
+    parsed tables and the advisory database's index (``gpusbom/_tables.py``,
     ``advisories/_dbcache.py``) from an earlier run, copied in first, so that A is a first
     scan of an image, not the first run of gpusbom."""
     tmp = Path(tempfile.mkdtemp(prefix="gpusbom-cache-bench-"))
