@@ -17,7 +17,7 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from ..errors import UnsafeArchiveError, ViewError
@@ -53,6 +53,16 @@ _BASE_INDEX_OVER = 64
 def _glob_rx(pattern: str) -> re.Pattern[str]:
     # collectors glob the same few hundred patterns on every scan
     return re.compile("^" + glob_to_regex(pattern) + "$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _needles(pattern: str, skip: int) -> tuple[str, ...]:
+    """"/" and the literal start of each component of ``pattern`` after the first ``skip``
+    (``/`` joins the components: each starts right after one, ``**`` or not), longest
+    first; the ones that say nothing (empty) are left out."""
+    out = {"/" + lp for c in pattern.split("/")[1 + skip:] if c != "**"
+           for lp in (_literal_prefix(c),) if lp}
+    return tuple(sorted(out, key=lambda n: (-len(n), n)))
 
 
 class NotCapturedError(ViewError, LookupError):
@@ -285,8 +295,7 @@ class FsView:
         return self._sorted
 
     def _glob_raw(self, pattern: str) -> list[str]:
-        # the regex is compiled (_glob_rx) once some path may match: most of the collectors'
-        # globs find no candidate in a small image (~50 compiles, 3 ms of a scan); a bad
+        # the regex is compiled only where a candidate is left (``_matching``); a bad
         # pattern still fails here (glob_to_regex: translated once per pattern)
         glob_to_regex(pattern)
         # literal leading components narrow the scan to one sorted range
@@ -297,57 +306,66 @@ class FsView:
                 break
             lit.append(c)
         paths = self._sorted_paths()
+        candidates: list[str]
         if lit:
             prefix = "/" + "/".join(lit) + "/"
             lo = bisect.bisect_left(paths, prefix)
             hi = bisect.bisect_left(paths, prefix[:-1] + "0")  # "0" sorts right after "/"
             base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
+            if base and len(lit) == len(comps) - 2:
+                # every directory literal: a match starts with the directory and the base
+                # name's literal part (a range of its own)
+                lo = bisect.bisect_left(paths, prefix + base, lo, hi)
+                hi = bisect.bisect_left(paths, prefix + base + "\U0010ffff", lo, hi)
             if base and hi - lo > _BASE_INDEX_OVER:
-                # "/usr/lib/x86_64-linux-gnu/libamdhip64.so*": the paths whose base name
-                # starts with the literal part, when they are fewer than the directory's
-                # (a host's library directory keeps thousands; a GPU collector globs dozens
-                # of such names, most with a copy or two: 48 globs of ROCm's, 10-20 ms of
-                # an H200 host's scan, each a regex test of the whole directory)
+                # "/usr/lib/*/libamdhip64.so*": the paths whose base name starts with the
+                # literal part, when they are fewer than the directory's (a host's library
+                # directory keeps thousands; a GPU collector globs dozens of such names,
+                # most with a copy or two: 48 globs of ROCm's, 10-20 ms of an H200 host's
+                # scan, each a regex test of the whole directory)
                 by_base, names = self._base_index()
                 blo = bisect.bisect_left(names, base)
                 bhi = bisect.bisect_left(names, base + "\U0010ffff")
                 if bhi - blo < hi - lo:
-                    if blo == bhi:
-                        return []
-                    rx = _glob_rx(pattern)
-                    return sorted(p for n in names[blo:bhi] for p in by_base[n]
-                                  if p.startswith(prefix) and rx.match(p))
-            candidates: Sequence[str] = paths[lo:hi]
-        else:
-            base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
-            if base:
-                # "/**/libcudart.so*": only paths whose base name starts with the literal
-                # part can match; a sorted (base name, path) index finds them without a
-                # regex test of every kept path (host scans keep hundreds of thousands)
-                by_base, names = self._base_index()
-                lo = bisect.bisect_left(names, base)
-                hi = bisect.bisect_left(names, base + "\U0010ffff")
-                if lo == hi:
-                    return []
-                rx = _glob_rx(pattern)
-                return sorted(p for n in names[lo:hi] for p in by_base[n] if rx.match(p))
-            candidates = paths
-            last = comps[-1]
-            cut = max(last.rfind("*"), last.rfind("?"))
-            if 0 <= cut < len(last) - 1 and not any(c in last for c in "[]\\"):
-                # "/**/*.egg-info": a match ends with the base name's literal tail; one string
-                # test each drops the rest before the regex (a host keeps ~20,000 entries)
-                # ("$" also matches before a final newline, as the regex test did)
-                tails = (last[cut + 1 :], last[cut + 1 :] + "\n")
-                ends = [p for p in candidates if p.endswith(tails)]
-                if not ends:
-                    return []
-                rx = _glob_rx(pattern)
-                return [p for p in ends if rx.match(p)]
+                    return self._matching(pattern, len(lit), sorted(
+                        p for n in names[blo:bhi] for p in by_base[n] if p.startswith(prefix)))
+            return self._matching(pattern, len(lit), paths[lo:hi])
+        base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
+        if base:
+            # "/**/libcudart.so*": only paths whose base name starts with the literal
+            # part can match; a sorted (base name, path) index finds them without a
+            # regex test of every kept path (host scans keep hundreds of thousands)
+            by_base, names = self._base_index()
+            lo = bisect.bisect_left(names, base)
+            hi = bisect.bisect_left(names, base + "\U0010ffff")
+            return self._matching(pattern, 0, sorted(
+                p for n in names[lo:hi] for p in by_base[n]))
+        candidates = paths
+        last = comps[-1]
+        cut = max(last.rfind("*"), last.rfind("?"))
+        if 0 <= cut < len(last) - 1 and not any(c in last for c in "[]\\"):
+            # "/**/*.egg-info": a match ends with the base name's literal tail; one string
+            # test each drops the rest before the regex (a host keeps ~20,000 entries)
+            # ("$" also matches before a final newline, as the regex test did)
+            tails = (last[cut + 1 :], last[cut + 1 :] + "\n")
+            candidates = [p for p in candidates if p.endswith(tails)]
+        return self._matching(pattern, 0, candidates)
+
+    @staticmethod
+    def _matching(pattern: str, skip: int, candidates: list[str]) -> list[str]:
+        """The ``candidates`` (sorted) that ``pattern`` matches. A match holds "/" and the
+        literal start of each of the pattern's components (after the first ``skip``
+        literal ones, which the candidates share): a substring test drops the rest, and a
+        pattern left with none is not compiled (most of the patterns collectors glob have
+        no match on a given view: "/**/tensorrt*.dist-info/METADATA" tested each of a
+        host's hundreds of METADATA; 81 regexes compiled for an H200 host's scan)."""
+        needles = _needles(pattern, skip)
+        if needles and candidates:
+            candidates = [p for p in candidates if all(n in p for n in needles)]
         if not candidates:
             return []
-        rx = _glob_rx(pattern)
-        return [p for p in candidates if rx.match(p)]
+        match = _glob_rx(pattern).match
+        return [p for p in candidates if match(p)]
 
     def _base_index(self) -> tuple[dict[str, list[str]], list[str]]:
         """Each base name's paths, and the distinct base names sorted (one pass over the
