@@ -432,3 +432,54 @@ def test_from_directory_skips_proc_sys_dev_on_host_root(tmp_path: Path) -> None:
         w = _DirWalker(PathMatcher([PathSpec("/**")]), sp, Limits(), skip_host=True)
         w.walk(str(tmp_path))
     assert sorted(w.entries) == ["/", "/etc", "/etc/f"]
+
+
+def test_views_without_a_children_map_answer_the_same() -> None:
+    """A host's or a directory's view has no children map (``squash`` makes one): whether a
+    path is a directory that holds entries, and what it lists, come from the sorted paths,
+    the same as from the map (implicit parents, names sorting just before and after "/")."""
+    files = [F(n, b"x") for n in (
+        "a/b/c", "a/b-c/d", "a/b.c", "a/b0", "a/b/c2/d/e", "x", "x-y/z", "p/q!/s", "p/q",
+        "é/ü", "a/b/\U0010fffe", "deep/1/2/3/4/5/6")]
+    files += [L("lnk", "a/b"), L("a/up", "../x-y")]
+    v = view_of([make_tar(files)])
+    assert v._children is not None
+    bare = FsView(dict(v._entries), v.layers, v.limits)  # the same entries, no map
+    probes = {"/", "/a", "/a/b", "/a/b-c", "/a/b/c2", "/a/b/c2/d", "/x", "/x-y", "/p", "/p/q",
+              "/p/q!", "/é", "/zz", "/a/b0", "/a/b.", "/deep/1/2/3", "/lnk", "/lnk/c2",
+              "/a/up", "/a/up/z", "/a/b/c/nothing", "/deep/1/2/3/4/5/6/7"}
+    for p in sorted(probes):
+        assert bare.exists(p) == v.exists(p), p
+        assert bare.is_dir(p) == v.is_dir(p), p
+        assert bare.lookup(p) == v.lookup(p), p
+        if v.is_dir(p):
+            assert bare.listdir(p) == v.listdir(p), p
+    assert bare.listdir("/") == ["a", "deep", "lnk", "p", "x", "x-y", "é"]
+    assert bare.listdir("/a") == ["b", "b-c", "b.c", "b0", "up"]
+    assert bare.listdir("/lnk") == ["c", "c2", "\U0010fffe"]
+    assert bare.is_dir("/deep/1/2") and not bare.exists("/deep/1/7")
+
+
+def test_glob_component_starts_narrow_candidates_not_matches() -> None:
+    """A glob's candidates are narrowed by the literal start of each component before its
+    regex is compiled (``FsView._matching``): the same paths as testing every path."""
+    import re
+
+    from gpusbom.fsview.spec import glob_to_regex
+
+    names = ["opt/v/lib/python3/site-packages/tensorrt-10.dist-info/METADATA",
+             "opt/v/lib/python3/site-packages/tensorrt_libs-10.dist-info/METADATA",
+             "opt/v/lib/python3/site-packages/torch-2.dist-info/METADATA",
+             "usr/lib/x86_64-linux-gnu/libcudart.so.12", "usr/lib/x86_64-linux-gnu/sub/libcudart.so.1",
+             "usr/local/lib/x86_64-linux-gnu/libze_loader.so.1", "conda-meta/x.json",
+             "o/conda-meta/y.json", "o/conda-meta-z/y.json", "a/[b]/c", "a/b*/c"]
+    v = view_of([make_tar([F(n, b"m") for n in names])])
+    every = [e.path for e in v.entries()]
+    for pattern in ("/**/tensorrt*.dist-info/METADATA", "/**/tensorrt-*.dist-info/METADATA",
+                    "/**/mkl-*.dist-info/METADATA", "/usr/lib/*-linux-gnu/libcudart.so*",
+                    "/usr/local/lib/*-linux-gnu*", "/usr/lib/x86_64-linux-gnu/libcudart.so*",
+                    "/**/conda-meta/*.json", "/**/*.json", "/**/libze_*.so.?", "/a/*/c",
+                    "/a/[!x]*/c", "/**/x86_64-linux-gnu/**/libcudart.so*", "/usr/**",
+                    "/opt/v/**/METADATA"):
+        rx = re.compile("^" + glob_to_regex(pattern) + "$")
+        assert v.glob(pattern) == [p for p in every if rx.match(p)], pattern
