@@ -472,7 +472,9 @@ def test_glob_component_starts_narrow_candidates_not_matches() -> None:
              "opt/v/lib/python3/site-packages/torch-2.dist-info/METADATA",
              "usr/lib/x86_64-linux-gnu/libcudart.so.12", "usr/lib/x86_64-linux-gnu/sub/libcudart.so.1",
              "usr/local/lib/x86_64-linux-gnu/libze_loader.so.1", "conda-meta/x.json",
-             "o/conda-meta/y.json", "o/conda-meta-z/y.json", "a/[b]/c", "a/b*/c"]
+             "o/conda-meta/y.json", "o/conda-meta-z/y.json", "a/[b]/c", "a/b*/c",
+             "usr/lib/x86_64-linux-gnu-extra", "usr/lib/x86_64-linux-gnu.d/f", "usr/lib/i386-linux-gnu/g",
+             "usr/lib/python3/x-linux-gnu/h"]
     v = view_of([make_tar([F(n, b"m") for n in names])])
     every = [e.path for e in v.entries()]
     for pattern in ("/**/tensorrt*.dist-info/METADATA", "/**/tensorrt-*.dist-info/METADATA",
@@ -480,6 +482,7 @@ def test_glob_component_starts_narrow_candidates_not_matches() -> None:
                     "/usr/local/lib/*-linux-gnu*", "/usr/lib/x86_64-linux-gnu/libcudart.so*",
                     "/**/conda-meta/*.json", "/**/*.json", "/**/libze_*.so.?", "/a/*/c",
                     "/a/[!x]*/c", "/**/x86_64-linux-gnu/**/libcudart.so*", "/usr/**",
-                    "/opt/v/**/METADATA"):
+                    "/opt/v/**/METADATA", "/usr/lib/*-linux-gnu*", "/usr/lib/*", "/usr/lib/x86_64-linux-gnu*",
+                    "/usr/lib/?386-linux-gnu", "/usr/lib/x86_64-linux-gnu/*"):
         rx = re.compile("^" + glob_to_regex(pattern) + "$")
         assert v.glob(pattern) == [p for p in every if rx.match(p)], pattern

@@ -65,6 +65,22 @@ def _needles(pattern: str, skip: int) -> tuple[str, ...]:
     return tuple(sorted(out, key=lambda n: (-len(n), n)))
 
 
+def _direct(paths: list[str], lo: int, hi: int, n: int) -> list[str]:
+    """The paths of sorted ``paths[lo:hi]`` (all below one directory, whose path with its
+    "/" is ``n`` long) that are that directory's own entries, not deeper ones."""
+    out: list[str] = []
+    i = lo
+    while i < hi:
+        p = paths[i]
+        cut = p.find("/", n)
+        if cut < 0:
+            out.append(p)
+            i += 1
+        else:  # below entry p[:cut]: its subtree sorts before p[:cut] + "0"
+            i = bisect.bisect_left(paths, p[:cut] + "0", i + 1, hi)
+    return out
+
+
 class NotCapturedError(ViewError, LookupError):
     """The file exists but its content was not kept (no spec matched it, or it was too large)."""
 
@@ -335,6 +351,12 @@ class FsView:
                 if bhi - blo < hi - lo:
                     return self._matching(pattern, len(lit), sorted(
                         p for n in names[blo:bhi] for p in by_base[n] if p.startswith(prefix)))
+            last = comps[-1]
+            if len(lit) == len(comps) - 2 and "**" not in last and "[" not in last:
+                # "/usr/lib/*-linux-gnu*": only the directory's own entries can match (no
+                # wildcard of the last component crosses "/"): each subdirectory's subtree is
+                # skipped as one range (a host keeps tens of thousands of paths below /usr/lib)
+                return self._matching(pattern, len(lit), _direct(paths, lo, hi, len(prefix)))
             return self._matching(pattern, len(lit), paths[lo:hi])
         base = "" if "**" in comps[-1] else _literal_prefix(comps[-1])
         if base:
