@@ -85,17 +85,22 @@ def test_parallel_walk_is_the_serial_walk(tmp_path: Path) -> None:
         assert _view(root, workers) == serial
 
 
-def test_plan_splits_large_directories(tmp_path: Path) -> None:
+def _plan(root: Path) -> list[Any]:
+    """The walk's pieces for ``root``, as the scanning process plans them."""
     from gpusbom.host.walker import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
 
-    root = _tree(tmp_path / "root")
     lim = Limits()
     with Spool(lim) as spool:
         walker = _HostWalker(build_matcher(select_collectors(None)), spool, lim, skip_host=True)
         walker.defer = []
         roots = expand_roots(str(root), HOST_ROOTS)
         _walk_roots(walker, str(root), roots)
-        tasks = parwalk._plan(walker, str(root), roots)
+        return list(parwalk._plan(walker, str(root), roots))
+
+
+def test_plan_splits_large_directories(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "root")
+    tasks = _plan(root)
     slices = [t for t in tasks if t[0] == "/usr/lib/x86_64-linux-gnu"]
     assert [t[3] for t in slices] == [0, 1, 2] and all(t[4] == 3 for t in slices)
     # every directory is walked by exactly one piece
@@ -107,8 +112,6 @@ def test_triton_tools_are_a_parse_piece_taken_first(tmp_path: Path) -> None:
     """The tools Triton bundles (read whole for their release string: the workers' longest
     parse) are a piece of their own at the head of the queue, not part of a ``triton``
     piece taken late; the view is the one-process walk's."""
-    from gpusbom.host.walker import HOST_ROOTS, _HostWalker, _walk_roots, expand_roots
-
     root = _tree(tmp_path / "root")
     triton = root / "opt/venv/lib/python3.12/site-packages/triton"
     (triton / "backends/nvidia/bin").mkdir(parents=True)
@@ -116,13 +119,7 @@ def test_triton_tools_are_a_parse_piece_taken_first(tmp_path: Path) -> None:
         b"\x7fELF ... Cuda compilation tools, release 12.8, V12.8.93\x00")
     (triton / "language").mkdir()
     (triton / "language/core.py").write_text("")
-    lim = Limits()
-    with Spool(lim) as spool:
-        walker = _HostWalker(build_matcher(select_collectors(None)), spool, lim, skip_host=True)
-        walker.defer = []
-        roots = expand_roots(str(root), HOST_ROOTS)
-        _walk_roots(walker, str(root), roots)
-        tasks = parwalk._plan(walker, str(root), roots)
+    tasks = _plan(root)
     order = [tasks[i][0] for i in parwalk._queue_order(tasks)]
     bin_dir = "/opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/bin"
     first_plain = next(i for i, p in enumerate(order) if not parwalk._PARSED.fullmatch(p))
