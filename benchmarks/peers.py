@@ -219,8 +219,10 @@ def main() -> int:
     _compile_gpusbom()
     # GPUSBOM_DB_AUTO_UPDATE=0: an automatic advisory update is a network fetch, which the
     # peers do not make (see the module docstring)
+    # CDXGEN_TEMP_DIR: cdxgen extracts each image under its temp directory (docker-images-*,
+    # 0.1-0.7 GB each) and leaves it there; this run's temp directory is removed at the end
     env = {"SYFT_CHECK_FOR_APP_UPDATE": "false", "GPUSBOM_NO_CACHE": "1", "CDXGEN_DEBUG_MODE": "",
-           "GPUSBOM_DB_AUTO_UPDATE": "0"}
+           "GPUSBOM_DB_AUTO_UPDATE": "0", "CDXGEN_TEMP_DIR": str(tmp / "cdxgen-tmp")}
     rows = []
     try:
         for name in names:
