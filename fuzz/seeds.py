@@ -36,6 +36,28 @@ def _tars() -> list[bytes]:
     ]
 
 
+def _layer_cache_entries(tars: list[bytes]) -> list[bytes]:
+    """Layer-cache entries as a scan stores them: each seed tar read as a layer, encoded."""
+    import io
+
+    from gpusbom.fsview.layer import read_layer
+    from gpusbom.fsview.layercodec import encode
+    from gpusbom.fsview.spec import PathMatcher, PathSpec
+    from gpusbom.fsview.types import Limits, NullProgress, Spool
+
+    matcher = PathMatcher([PathSpec("/etc/os-release"), PathSpec("/var/lib/dpkg/**"),
+                           PathSpec("/usr/lib/**"), PathSpec("/a"), PathSpec("/b")])
+    out = []
+    with Spool(Limits()) as spool:
+        for t in tars:
+            li = read_layer(io.BytesIO(t), index=0, name="seed", matcher=matcher, spool=spool,
+                            limits=Limits(), progress=NullProgress(), threaded=False)
+            data = encode(li)
+            assert data is not None
+            out.append(data)
+    return out
+
+
 DPKG = (b"Package: libc6\nStatus: install ok installed\nPriority: optional\nSection: libs\n"
         b"Installed-Size: 12988\nMaintainer: GNU Libc Maintainers <debian-glibc@lists.debian.org>\n"
         b"Architecture: amd64\nMulti-Arch: same\nSource: glibc\nVersion: 2.36-9+deb12u4\n"
@@ -167,6 +189,7 @@ def build(out: Path) -> dict[str, int]:
         b"{\"name\":\"team/app\",\"tags\":[\"2\",\"latest\"]}",
         b"503\nRetry-After: 1\n\n\n--\n429\n\n\n--\n200\n\n" + manifest,
     ]
+    seeds["layer-cache"] = _layer_cache_entries(tars)
     counts = {}
     for name, items in seeds.items():
         d = out / name

@@ -26,6 +26,7 @@ if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
 from gpusbom.errors import GpusbomError  # noqa: E402
+from gpusbom.fsview.layercodec import CacheFormatError  # noqa: E402
 
 # tempfile spools of the targets live in one directory per process
 _TMP = tempfile.mkdtemp(prefix="gpusbom-fuzz-")
@@ -81,6 +82,27 @@ def fuzz_layer(data: bytes) -> None:
     with Spool(limits) as spool:
         read_layer(io.BytesIO(data), index=0, name="fuzz-layer", matcher=matcher, spool=spool,
                    limits=limits, progress=NullProgress(), threaded=False)
+
+
+@target("layer-cache", CacheFormatError)
+def fuzz_layer_cache(data: bytes) -> None:
+    """The layer cache's entry reader (``fsview.layercodec``): an entry read back from the
+    cache file (planted, damaged or foreign) is a ``CacheFormatError`` or a usable layer,
+    whose every field has its type and which stores back to the same entry."""
+    from gpusbom.fsview.layercodec import decode, encode
+
+    li = decode(data, max_entries=10_000)
+    for path, e in li.entries.items():
+        _ = (path.encode("utf-8", "surrogateescape"), e.kind.value, e.size + e.mode + e.layer,
+             e.uid + e.gid + e.mtime, e.linkname, e.matched, e.history)
+        if e.content is not None:
+            e.content.read()
+        if e.analysis is not None:
+            assert isinstance(e.analysis, dict)
+    _ = (sorted(li.whiteouts), sorted(li.opaque_dirs), li.ref.index, list(li.shadow_hashes))
+    again = encode(li)
+    assert again is not None, "a decoded entry must store again"
+    assert encode(decode(again, max_entries=10_000)) == again
 
 
 def _decompress(data: bytes) -> None:
@@ -413,7 +435,7 @@ def _registry_reads(reg: Any, data: bytes) -> None:
 
 PARSER_MODULES = (
     "gpusbom.fsview.tarstream", "gpusbom.fsview.layer", "gpusbom.fsview.decompress",
-    "gpusbom.fsview.spec", "gpusbom.collectors.dpkg", "gpusbom.collectors.rpm",
+    "gpusbom.fsview.spec", "gpusbom.fsview.layercodec", "gpusbom.collectors.dpkg", "gpusbom.collectors.rpm",
     "gpusbom.collectors.rpm_bdb", "gpusbom.collectors.apk", "gpusbom.collectors.python",
     "gpusbom.collectors.conda", "gpusbom.collectors.osrelease", "gpusbom.binary",
     "gpusbom.binary.elf", "gpusbom.binary.fatbin", "gpusbom.binary.hipbundle",

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -55,11 +56,25 @@ def _allowlist() -> list[tuple[re.Pattern[str], str]]:
     return entries
 
 
+_FIGURES: list[str] = []  # ("figure", text) user properties of the tests (fuzz runs, ...)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # a report reaches the xdist controller with its user properties: a figure a test
+    # records with record_property("figure", ...) is printed at the end of the session
+    if report.when == "call":
+        _FIGURES.extend(str(v) for k, v in report.user_properties if k == "figure")
     if report.skipped and not hasattr(report, "wasxfail"):
         longrepr = report.longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
         _SKIPS.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FIGURES:
+        terminalreporter.section("figures")
+        for line in sorted(_FIGURES):
+            terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

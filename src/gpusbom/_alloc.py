@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
+from . import settings
+
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
@@ -33,7 +35,7 @@ def tune_allocator() -> bool:
     if _done:
         return False
     _done = True
-    if not sys.platform.startswith("linux") or os.environ.get("GPUSBOM_MALLOC_TUNE") == "0":
+    if not sys.platform.startswith("linux") or not settings.get("malloc_tune"):
         return False
     if any(k.startswith("MALLOC_") for k in os.environ):
         return False

@@ -86,6 +86,9 @@ def run_collectors(
     # the digests dpkg md5sums / wheel RECORD declare for files that are evidence
     attach_declared_digests(components, ownership, fs.read_text, getattr(fs, "premade", None))
     fill_product_cpes(components)  # NVD's name for every GPU product found (catalog rows)
+    from .identification import annotate
+
+    annotate(components)  # which method decided each one, and how sure it is
     return components, unknowns
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from . import settings
 from .errors import GpusbomError, InputError, UsageError
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
@@ -67,7 +68,7 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     """``I/N`` (0 <= I < N); ``None``: ``$JOB_COMPLETION_INDEX/$GPUSBOM_SHARDS`` or 0/1."""
     if text is None:
         idx = os.environ.get("JOB_COMPLETION_INDEX")
-        total = os.environ.get("GPUSBOM_SHARDS")
+        total = (settings.raw("shards") or None)
         if idx is None:
             return 0, 1
         text = f"{idx}/{total or 1}"
@@ -81,7 +82,10 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
     """An ISO 8601 date/time, or a duration back from now: ``30d``, ``12h``, ``90m``."""
     if text is None:
         return None
-    now = now or datetime.now(timezone.utc)
+    if now is None:
+        from .clock import now as _clock_now
+
+        now = _clock_now()
     m = re.fullmatch(r"(\d+)([dhm])", text.strip())
     if m:
         n = int(m.group(1))

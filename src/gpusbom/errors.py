@@ -1,8 +1,10 @@
 """Exception hierarchy of gpusbom.
 
-The library raises these; only ``gpusbom.cli`` turns them into exit codes::
+The library raises these; only ``gpusbom.cli`` turns them into exit codes (one table,
+``gpusbom.cli._common.exit_status``; the codes below are what it gives)::
 
-    GpusbomError                    exit 70 unless a subclass says otherwise
+    GpusbomError                    exit 70 unless a subclass is in the table
+    +-- PolicyFailed                exit 1   a policy said no (--fail-on)
     +-- UsageError                  exit 2   bad flags or combinations
     +-- InputError                  exit 3   the thing we were asked to read is missing or bad
     |   +-- SourceError                 a source cannot read its target (sources/, fsview/)
@@ -12,6 +14,7 @@ The library raises these; only ``gpusbom.cli`` turns them into exit codes::
     |   |   +-- DigestMismatchError         a blob's sha256 differs from its descriptor
     |   |   +-- UnsafeArchiveError          path traversal, hostile links, bombs, limits
     |   +-- ConfigError                 malformed policy / config files
+    |   +-- MissingExtraError           a feature whose optional extra is not installed
     +-- ViewError                   a question a file view cannot answer (fsview/)
     +-- CollectorError              a collector cannot read a structure (collectors/, binary/,
     |                               probe/): recorded as an unknown of the scan, never fatal
@@ -29,17 +32,20 @@ from __future__ import annotations
 
 
 class GpusbomError(Exception):
-    """Base class. ``exit_code`` is what the CLI returns for it."""
+    """Base class. Its exit code is the CLI's to decide (``gpusbom.cli._common``)."""
 
-    exit_code: int = 70
+
+class PolicyFailed(GpusbomError):
+    """A policy decided against the target (``scan --fail-on``). The library returns it
+    (``scan.Outcome.failed``) after writing the outputs: failing is the answer, not a fault."""
 
 
 class UsageError(GpusbomError):
-    exit_code = 2
+    pass
 
 
 class InputError(GpusbomError):
-    exit_code = 3
+    pass
 
 
 class SourceError(InputError):
@@ -70,6 +76,11 @@ class ConfigError(InputError):
     pass
 
 
+class MissingExtraError(InputError):
+    """A feature needs an optional extra (``gpusbom[inventory]``, ``gpusbom[probe]``) that is
+    not installed; the message names the ``pip install`` to run."""
+
+
 class ViewError(GpusbomError):
     """A question a file view cannot answer."""
 
@@ -87,4 +98,4 @@ class WriterError(GpusbomError):
 
 
 class IncompleteError(GpusbomError):
-    exit_code = 4
+    pass

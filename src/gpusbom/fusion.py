@@ -14,49 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .devicecode import UNION_KEYS, merge, union_values
 from .model import Component, Evidence, Product, product_sort_key
+
+__all__ = ["fuse", "product_of", "union_values"]
 
 _FILE_METHODS_EXCLUDED = {"env", "label", "device", "probe"}
 
 # properties a package keeps as its own when GPU evidence is merged into it
 _OWN_KEYS = ("location",)
+# how a component was identified (gpusbom.identification): never joined, see
+# _merge_identification
+_IDENT = ("identification-method", "identification-confidence")
 
 # comma-separated sets (what a binary was built for): merged as set unions, so a package
-# with several libraries lists all of its targets once
-_SET_KEYS = frozenset(
-    {
-        "cuda:sass",
-        "cuda:ptx",
-        "cuda:ptx-isa",
-        "cuda:lto",
-        "cuda:compressed",
-        "hip:targets",
-        "hip:gfx",
-        "hip:compressed",
-    }
-)
-
-
-def _set_sort_key(item: str) -> tuple[str, int, str]:
-    # sm_90 < sm_90a < sm_100; compute_* likewise; 8.4 < 8.10; other values by text
-    prefix, sep, rest = item.partition("_")
-    if not sep:
-        head, _, tail = item.partition(".")
-        if head.isdigit() and tail.isdigit():
-            return ("", int(head) * 1000 + int(tail), "")
-        return (item, -1, "")
-    digits = ""
-    for ch in rest:
-        if not ch.isdigit():
-            break
-        digits += ch
-    return (prefix, int(digits) if digits else -1, rest[len(digits) :])
-
-
-def union_values(a: str, b: str) -> str:
-    """Union of two comma-separated value sets, sorted (architectures numerically)."""
-    items = {x.strip() for x in f"{a},{b}".split(",") if x.strip()}
-    return ",".join(sorted(items, key=_set_sort_key))
+# with several libraries lists all of its targets once (a summary: each file's own targets
+# are its ``device_code`` record)
+_SET_KEYS = UNION_KEYS
 
 
 def product_of(c: Component) -> Product | None:
@@ -74,6 +48,28 @@ def _file_evidence(ev: Evidence) -> bool:
     return bool(ev.path) and ev.method not in _FILE_METHODS_EXCLUDED
 
 
+def _merge_identification(target: Component, source: Component) -> None:
+    """A GPU observation merged into a package: the package's record identifies the
+    package; how the observation's product was identified is kept per product
+    (``product-identification``: ``cudnn@9.14.0: header (low)``). Merged into a stand-alone
+    component of the same product, the first one's identification stands."""
+    method = source.properties.get(_IDENT[0])
+    if not method:
+        return
+    if (target.ecosystem or "generic") == "generic":
+        for k in _IDENT:
+            if k in source.properties:
+                target.properties.setdefault(k, source.properties[k])
+        return
+    p = source.products[0] if source.products else None
+    name = f"{p.name}@{p.version}" if p is not None and p.version else (
+        p.name if p is not None else source.name)
+    entry = f"{name}: {method} ({source.properties.get(_IDENT[1], 'low')})"
+    old = target.properties.get("product-identification")
+    entries = set(old.split("; ")) if old else set()
+    target.properties["product-identification"] = "; ".join(sorted(entries | {entry}))
+
+
 def _merge_into(target: Component, source: Component) -> None:
     _add_products(target, source.products)
     seen = {(e.collector, e.method, e.path, e.detail) for e in target.evidence}
@@ -82,7 +78,10 @@ def _merge_into(target: Component, source: Component) -> None:
         if key not in seen:
             target.evidence.append(ev)
             seen.add(key)
+    _merge_identification(target, source)
     for k, v in source.properties.items():
+        if k in _IDENT:
+            continue
         if k not in target.properties:
             target.properties[k] = v
         elif k in _SET_KEYS:
@@ -92,6 +91,7 @@ def _merge_into(target: Component, source: Component) -> None:
             existing = target.properties[k].split(", ")
             if v not in existing:
                 target.properties[k] = ", ".join(sorted({*existing, v}))
+    merge(target.device_code, source.device_code)
     if not target.cpe and source.cpe:
         target.cpe = source.cpe
     for dep in source.depends_on:
@@ -137,10 +137,14 @@ def fuse(
                 depends_on=list(obs.depends_on),
                 ecosystem=obs.ecosystem,
                 products=list(obs.products),
+                device_code=[d for d in obs.device_code
+                             if any(e.path == d.path for e in evs)],
             )
             _merge_into(owners[key], part)
         if not rest:
             continue
+        if by_owner:
+            obs.device_code = [d for d in obs.device_code if any(e.path == d.path for e in rest)]
         obs.evidence = rest
         loc = obs.properties.get("location", "")
         k = (obs.name, obs.version or "", obs.purl or "", loc)
@@ -178,6 +182,7 @@ def _adopt_file_facts(order: list[Component]) -> list[Component]:
                 for ev in c.evidence:
                     if (ev.collector, ev.method, ev.path, ev.detail) not in seen:
                         host.evidence.append(ev)
+                merge(host.device_code, c.device_code)
                 for key, v in c.properties.items():
                     if key not in host.properties:
                         host.properties[key] = v

@@ -13,37 +13,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from ._asdict import asdict
+from .devicecode import DeviceCode
 
 PROPERTY_NAMESPACE = "gpusbom"
 SCHEMA_VERSION = "1"
 
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-_LEAVES = (str, int, float, bool, type(None))
-
-
-def asdict(obj: Any) -> Any:
-    """``dataclasses.asdict`` for the model's plain types, without its deep copy of every
-    leaf (strings, numbers and enums are immutable): several times faster on big scans
-    (JSON output, inventory content hashes)."""
-    cls = type(obj)
-    if cls in _LEAVES:
-        return obj
-    names = _FIELD_NAMES.get(cls)
-    if names is None and is_dataclass(obj) and not isinstance(obj, type):
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(obj))
-    if names is not None:
-        return {n: asdict(getattr(obj, n)) for n in names}
-    if cls is list:
-        return [asdict(x) for x in obj]
-    if cls is tuple:
-        return tuple(asdict(x) for x in obj)
-    if cls is dict:
-        return {asdict(k): asdict(v) for k, v in obj.items()}
-    return obj  # enums and other immutable values
 
 class ComponentType(str, enum.Enum):
     """Mirrors the CycloneDX 1.6 component types we use."""
@@ -71,6 +49,10 @@ class EvidenceMethod(str, enum.Enum):
     ELF = "elf"  # content of an ELF file
     ELF_SYMBOL = "elf-symbol"  # a version getter's constant, decoded statically
     ELF_RODATA = "elf-rodata"  # a version string in an ELF file's data
+    # the fingerprint database (gpusbom.fingerprints): the file's bytes / its ELF build-id
+    # are a known release's, so its product and exact version are
+    FINGERPRINT_SHA256 = "fingerprint-sha256"
+    FINGERPRINT_BUILD_ID = "fingerprint-build-id"
     ENV = "env"  # image config environment
     LABEL = "label"  # image config labels
     FILENAME = "filename"  # other path-based evidence
@@ -152,6 +134,9 @@ class Component:
     # The GPU-stack products this component provides, sorted; the one place product
     # identity is kept (collectors name their product here, fusion merges the lists)
     products: list[Product] = field(default_factory=list)
+    # the device code of each file this component owns (gpusbom.devicecode); the cuda:*/hip:*
+    # properties are their union, a summary
+    device_code: list[DeviceCode] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Product identity given as properties (collectors and SBOM readers name a product
@@ -212,6 +197,9 @@ class Component:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = asdict(self)
         d["type"] = self.type.value
+        d["device_code"] = [x.to_dict() for x in self.device_code]
+        if not d["device_code"]:  # absent unless the component owns device code
+            del d["device_code"]
         for ev in d["evidence"]:
             if ev["sha256"] is None:  # only GPU binaries have one: keep the others as they were
                 del ev["sha256"]
@@ -225,6 +213,7 @@ class Component:
         d["type"] = ComponentType(d.get("type", "library"))
         d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
         d["products"] = [Product(**p) for p in d.get("products", [])]
+        d["device_code"] = [DeviceCode.from_dict(x) for x in d.get("device_code", [])]
         d["properties"] = dict(d.get("properties", {}))  # __post_init__ edits it
         return cls(**d)
 

@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import settings
 from .errors import GpusbomError
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class NodeImage:
 def node_run(root: str) -> str:
     """The node's ``/run``: ``$GPUSBOM_NODE_RUN`` (the DaemonSet mounts only the two runtime
     state directories there), else ``ROOT/run``."""
-    return os.environ.get("GPUSBOM_NODE_RUN") or os.path.join(root, "run")
+    return settings.raw("node_run") or os.path.join(root, "run")
 
 
 def _containerd_images(root: str) -> list[NodeImage]:
@@ -86,7 +87,7 @@ def _pid_alive(root: str, pidfile: str) -> bool:
 
 
 def _storage_images(root: str) -> list[NodeImage]:
-    from .sources.containers_storage import _read_json, list_images
+    from .sources.containers_storage import list_images, read_store_json
 
     sroot = os.path.join(root, "var/lib/containers/storage")
     if not os.path.isdir(sroot):
@@ -98,7 +99,7 @@ def _storage_images(root: str) -> list[NodeImage]:
         out[f"{im.driver}/{im.id}"] = NodeImage("containers-storage", ref, name)
     run = os.path.join(node_run(root), "containers/storage")
     for drv in ("overlay", "vfs"):
-        doc = _read_json(os.path.join(sroot, f"{drv}-containers", "containers.json"),
+        doc = read_store_json(os.path.join(sroot, f"{drv}-containers", "containers.json"),
                          "containers-storage")
         for c in doc if isinstance(doc, list) else []:
             if not isinstance(c, dict) or not isinstance(c.get("id"), str):

@@ -12,29 +12,32 @@
 
 The outputs (``writers/``) are the last stage, written by the caller. A host root is a
 source like any other and host facts are an enricher; an SBOM is a source whose view is
-the parsed document (no collectors run on it). ``scan_open`` keeps the view readable while
-the caller looks at it (``host-snapshot`` reads the host view's files, matching nothing).
+the parsed document (no collectors run on it). Each kind of target is a source of
+``gpusbom.targets`` (:data:`KINDS`): the stages never branch on the input's kind.
+``scan_open`` keeps the view readable while the caller looks at it (``host-snapshot``
+reads the host view's files, matching nothing).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import UsageError
-from .fsview.types import Limits, NullProgress, ProgressSink, Spool
+from .fsview.types import Limits, NullProgress, ProgressSink
+from .targets.base import Pending, TargetSource, View  # Pending: re-exported
+from .targets.host import HostRootSource
+from .targets.image import ImageSource
+from .targets.sbom import SbomSource
 
 if TYPE_CHECKING:
     from .advisories.db import AdvisoryDB
     from .collectors import Collector
-    from .fsview.spec import PathMatcher
-    from .fsview.view import FsView
-    from .host.source import HostFacts, HostView
-    from .model import ScanResult, Target
+    from .host.source import HostFacts
+    from .model import ScanResult
     from .probe import ProbeResult
     from .sources.registry import RegistryOptions
 
@@ -58,36 +61,6 @@ class ProbeOptions:
     python: str | None = None
 
 
-_T = TypeVar("_T")
-
-
-class Pending(Generic[_T]):
-    """A value the pipeline computes beside the host walk (the advisory database, while the
-    walk's workers run), or, where nothing runs beside, when first asked for. ``get`` returns
-    it or raises what computing it raised."""
-
-    def __init__(self, fn: Callable[[], _T]) -> None:
-        self._fn: Callable[[], _T] | None = fn
-        self._value: _T | None = None
-        self._error: BaseException | None = None
-
-    def run(self) -> None:
-        """Compute the value (once; a later call does nothing)."""
-        fn, self._fn = self._fn, None
-        if fn is None:
-            return
-        try:
-            self._value = fn()
-        except BaseException as exc:  # noqa: BLE001 - raised again by get(), in the scanning thread
-            self._error = exc
-
-    def get(self) -> _T:
-        self.run()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]  # run() set it
-
-
 @dataclass(frozen=True)
 class ScanRequest:
     """What to scan (exactly one of ``reference``, ``host``, ``sbom``) and how.
@@ -97,7 +70,9 @@ class ScanRequest:
     on unless ``GPUSBOM_NO_CACHE``). ``keep_env_secrets``: keep image env values whose names
     look secret. ``advisory_db``: None loads the active database; ``advisory_pending``: it,
     loaded beside a host walk (its error, a stale database, is raised before the analyses).
-    ``vex``: VEX files whose not-affected statements suppress findings.
+    ``vex``: VEX files whose not-affected statements suppress findings. ``exclude``: globs
+    of paths left out of collection (``fsview.exclude``). ``scope``: ``squashed`` (the
+    image as it runs) or ``all-layers`` (also what later layers deleted; ``fsview.scope``).
     """
 
     reference: str | None = None
@@ -119,57 +94,50 @@ class ScanRequest:
     nvml_answer: Callable[[], tuple[dict[str, Any] | None, str | None]] | None = field(
         default=None, compare=False)
     vex: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    scope: str = "squashed"
 
     @property
     def name(self) -> str:
         """The target as the user named it (messages)."""
-        if self.sbom is not None:
-            return f"sbom:{self.sbom}"
-        if self.host is not None:
-            return f"host:{self.host.root}"
-        return self.reference or ""
+        src = target_source(self)
+        return src.name if src is not None else ""
+
+    @property
+    def runs_collectors(self) -> bool:
+        """Do collectors run over the target's files (not over an SBOM's document)?"""
+        src = target_source(self)
+        return src is None or src.runs_collectors
+
+
+#: the kinds of target a request can name (``gpusbom.targets``), asked in this order: the
+#: first that the request names is its source, and says what else it must not name
+KINDS: tuple[type[TargetSource], ...] = (SbomSource, HostRootSource, ImageSource)
+
+
+def target_source(req: ScanRequest) -> TargetSource | None:
+    """The source of the target ``req`` names (None: it names none)."""
+    return next((kind(req) for kind in KINDS if kind.named_by(req)), None)
 
 
 def check_request(req: ScanRequest) -> None:
     """Usage errors of a request, before anything is read."""
-    if req.sbom is not None and (req.host is not None or req.reference):
-        raise UsageError("--sbom matches an existing SBOM: give no image and no --host")
-    if req.host is not None and req.reference:
-        raise UsageError("--host/--root scan a machine: give no image")
-    if req.probe is not None:
-        if req.host is None:
-            raise UsageError("--probe needs --host")
-        if req.host.root != "/" and not same_machine(req.host.root):
-            raise UsageError(
-                f"--probe runs kernels on this machine's GPUs, but --root {req.host.root} is "
-                "not this machine's root (its proc/sys/kernel/random/boot_id differs or is "
-                "missing: a snapshot or another node)")
-    if not (req.reference or req.host or req.sbom is not None):
+    src = target_source(req)
+    if src is not None:
+        src.check()
+    if req.probe is not None and not (src is not None and src.can_probe):
+        raise UsageError("--probe needs --host")
+    if src is None:
         raise UsageError("nothing to scan: pass --image REF (see gpusbom scan --help)")
+    if req.exclude:
+        from .fsview.exclude import compile_excludes
 
-
-def same_machine(root: str) -> bool:
-    """Is ROOT this running machine's root (a node's / mounted in a container, with its /proc
-    at ROOT/proc)? The kernel's boot id is the same only on the same running kernel."""
-    rel = "proc/sys/kernel/random/boot_id"
-    try:
-        with open("/" + rel, encoding="ascii") as a, \
-                open(os.path.join(root, rel), encoding="ascii") as b:
-            mine, theirs = a.read(64).strip(), b.read(64).strip()
-    except OSError:
-        return False
-    return bool(mine) and mine == theirs
-
-
-@dataclass
-class View:
-    """What a source gives: the target, and its files (``fs``) or, for an SBOM, the parsed
-    ``document``; a host root also gives its ``host`` view (procfs/sysfs, NVML)."""
-
-    target: Target
-    fs: FsView | None = None
-    host: HostView | None = None
-    document: ScanResult | None = None
+        compile_excludes(req.exclude)  # a glob that excludes the root: the usage error now
+    if req.scope not in ("squashed", "all-layers"):
+        raise UsageError(f"--scope {req.scope!r}: choose squashed or all-layers")
+    if req.scope == "all-layers" and not src.has_layers:
+        raise UsageError("--scope all-layers reads an image's layers: not with --host, "
+                         "--root or --sbom")
 
 
 @dataclass
@@ -187,55 +155,11 @@ class Scanned:
 def open_view(req: ScanRequest, classes: Sequence[type[Collector]],
               progress: ProgressSink) -> Iterator[View]:
     """The source stage: the target's view, readable until the context closes."""
-    if req.sbom is not None:
-        from .sbomin import load_sbom
-
-        doc = load_sbom(req.sbom)
-        yield View(target=doc.target, document=doc)
-        return
-    from .collect import build_matcher
-
-    matcher = build_matcher(classes)
-    if req.host is not None:
-        from .host.source import open_host_view
-
-        beside = () if req.advisory_pending is None else (req.advisory_pending.run,)
-        with Spool(req.limits) as spool:
-            hv, target = open_host_view(req.host.root, matcher, spool, req.limits,
-                                        paths=req.host.paths, use_nvml=req.host.use_nvml,
-                                        analyze_binaries=req.host.analyze_binaries,
-                                        beside=beside, nvml_answer=req.nvml_answer)
-            yield View(target=target, fs=hv.fs, host=hv)
-        return
-    with Spool(req.limits) as spool:
-        yield _open_image(req, classes, matcher, spool, progress)
-
-
-def _open_image(req: ScanRequest, classes: Sequence[type[Collector]], matcher: PathMatcher,
-                spool: Spool, progress: ProgressSink) -> View:
-    from .collect import check_needed_links
-    from .fsview.squash import squash
-    from .sources import resolve_source
-    from .sources.base import ReadContext
-    src = resolve_source(req.reference or "", source=req.source, registry=req.registry)
-    layer_cache = None
-    if req.cache is not False:  # --no-cache: not even imported (with sqlite3, ~5 ms)
-        from .fsview import layercache
-        if req.cache or not layercache.disabled_by_env():
-            layer_cache = layercache.LayerCache.open(
-                collectors={c.id: c.version for c in classes}, limits=req.limits,
-                max_size=req.cache_max_size or layercache.DEFAULT_MAX_SIZE)
-    ctx = ReadContext(matcher=matcher, spool=spool, limits=req.limits, progress=progress,
-                      platform=req.platform, layer_cache=layer_cache)
-    try:
-        read = src.read(ctx)
-    finally:
-        if layer_cache is not None:
-            layer_cache.close()
-    view: FsView | None = getattr(read, "view", None)
-    fs = view if view is not None else squash(read.layers, req.limits)
-    check_needed_links(fs, matcher)
-    return View(target=read.target, fs=fs)
+    src = target_source(req)
+    if src is None:
+        raise UsageError("nothing to scan: pass --image REF (see gpusbom scan --help)")
+    with src.open(classes, progress) as view:
+        yield view
 
 
 # -- collectors, enrichers, the result ------------------------------------------------------
@@ -251,9 +175,19 @@ def _build(req: ScanRequest, view: View, classes: Sequence[type[Collector]]) -> 
     from .stack import summarize
 
     assert view.fs is not None  # noqa: S101 - an SBOM's view is its document
+    fs = view.fs
+    if req.exclude:
+        from .fsview.exclude import exclude
+
+        fs = exclude(fs, req.exclude)
     target = view.target
-    target.os_release = read_os_release(view.fs)
-    components, unknowns = run_collectors(view.fs, target, classes)
+    target.os_release = read_os_release(fs)
+    components, unknowns = run_collectors(fs, target, classes)
+    if view.earlier:  # --scope all-layers
+        from .layerscope import deleted_components
+
+        components.extend(deleted_components(view.earlier, components, target, classes,
+                                             req.exclude))
     tools = {c.id: c.version for c in classes}
     enrichers: list[HostFacts] = []
     if view.host is not None:
@@ -289,8 +223,9 @@ def _build(req: ScanRequest, view: View, classes: Sequence[type[Collector]]) -> 
 # -- analyses -------------------------------------------------------------------------------
 
 
-def analyse(result: ScanResult, req: ScanRequest) -> None:
-    """The analyses stage: advisories matched, then VEX statements applied."""
+def analyse(result: ScanResult, req: ScanRequest, attachments: Any = None) -> None:
+    """The analyses stage: advisories matched, then VEX statements applied: the vendor's
+    (attached to the image in its registry), then the ``--vex`` files."""
     db = req.advisory_db
     if req.advisory_pending is not None:
         db = req.advisory_pending.get()
@@ -298,10 +233,27 @@ def analyse(result: ScanResult, req: ScanRequest) -> None:
         from .analyses import match_advisories
 
         match_advisories(result, db)
-    if req.vex:
+    vendor: list[Any] = []
+    subjects: list[str] = []
+    if attachments is not None:
+        vendor = _attachment_notes(result, attachments)
+        subjects = [d.subject for d in attachments.discovered]  # the index names it too
+    if req.vex or vendor:
         from .advisories.vex import apply_vex
 
-        apply_vex(result, req.vex)
+        apply_vex(result, req.vex, vendor, also_target=subjects)
+
+
+def _attachment_notes(result: ScanResult, attachments: Any) -> list[Any]:
+    """The vendor's VEX statements; every attachment that could not be read (or is not
+    valid VEX) becomes an unknown of the result (``--strict``: exit 4), one line each."""
+    from .advisories.vendor_vex import vendor_statements
+    from .model import Unknown
+
+    statements, warnings = vendor_statements(attachments)
+    for w in [*attachments.warnings, *warnings]:
+        result.unknowns.append(Unknown(collector="registry-attachments", reason=w))
+    return statements
 
 
 # -- the whole pipeline ---------------------------------------------------------------------
@@ -313,15 +265,24 @@ def scan_open(req: ScanRequest, progress: ProgressSink | None = None) -> Iterato
     from .collect import select_collectors
 
     check_request(req)
-    classes = [] if req.sbom is not None else select_collectors(req.collectors)
+    classes = select_collectors(req.collectors) if req.runs_collectors else []
     probing = _start_probe(req.probe) if req.probe is not None else None
+    from . import stagetime
+
     with open_view(req, classes, progress or NullProgress()) as view:
-        result = view.document if view.document is not None else _build(req, view, classes)
+        with stagetime.stage("collectors, enrichers"):
+            result = view.document if view.document is not None else _build(req, view, classes)
+            from .identification import annotate
+
+            # host facts and an input SBOM's components too: every component says how it was
+            # identified (one a collector decided keeps its own)
+            annotate(result.components)
         if probing is not None:
             from .probe import attach_probes
 
             attach_probes(result, probing())
-        analyse(result, req)
+        with stagetime.stage("analyses"):
+            analyse(result, req, view.attachments)
         yield Scanned(result=result, view=view)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from .collect import (  # noqa: F401 - the collectors stage, re-exported for lib
     run_collectors,
     select_collectors,
 )
-from .errors import IncompleteError
+from .errors import GpusbomError, IncompleteError, InputError, PolicyFailed
 from .fsview.types import Limits, ProgressSink
 from .pipeline import ScanRequest
 
@@ -68,7 +68,8 @@ class Followups:
     """What ``gpusbom scan`` does besides the pipeline. ``offline``: no advisory database
     update first; ``max_db_age``: days, a staler database is an input error; ``push``: an
     inventory URL; ``node_images``: also scan the host root's container images;
-    ``fail_on``: a severity that fails (exit 1); ``strict``: unknowns fail (exit 4)."""
+    ``fail_on``: a severity that fails (``PolicyFailed``); ``strict``: unknowns fail
+    (``IncompleteError``)."""
 
     offline: bool = False
     max_db_age: float | None = None
@@ -81,11 +82,15 @@ class Followups:
 
 @dataclass
 class Outcome:
-    """The result, the exit code, and what to say on stderr."""
+    """The result, what to say on stderr, and why the scan failed after writing its outputs
+    (``failed``: the node's images could not all be scanned, an ``InputError``; or
+    ``--fail-on``'s policy said no, ``PolicyFailed``), None when it did not. An error
+    returned, not raised: the outputs are written and ``messages`` already say it; the CLI
+    turns it into the exit code (``gpusbom.cli``)."""
 
     result: ScanResult
-    code: int = 0
     messages: list[str] = field(default_factory=list)
+    failed: GpusbomError | None = None
 
 
 _frozen = False
@@ -104,7 +109,7 @@ def _freeze_loaded(req: ScanRequest) -> None:
     _frozen = True
     import gc
 
-    if req.sbom is None:
+    if req.runs_collectors:
         select_collectors(req.collectors)  # imported now, frozen with the rest
     gc.freeze()
 
@@ -113,15 +118,21 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
         progress: ProgressSink | None = None) -> Outcome:
     """``gpusbom scan``: the advisory database, the pipeline, ``write`` (the outputs), then
     the inventory push, the node's images, ``--fail-on`` and ``--strict``."""
-    from . import pipeline
+    from . import pipeline, stagetime
     from .advisories.db import load_active
 
+    stagetime.startup()
     pipeline.check_request(req)
+    # the target decides what runs around the pipeline (targets.base.TargetSource): what
+    # starts before it, what loads beside it, the garbage collector's pause, node images
+    src = pipeline.target_source(req)
+    assert src is not None  # noqa: S101 - check_request raised for a request naming none
     if then.fail_on:
         from .policy import parse_severity
 
         parse_severity(then.fail_on)  # a bad value is a usage error before any work
-    if then.node_images and req.host is None:
+    node = src.node_root()
+    if then.node_images and node is None:
         from .errors import UsageError
 
         raise UsageError("--images needs --host or --root")
@@ -130,47 +141,37 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
         from .advisories.autoupdate import auto_update
 
         auto_update(quiet=then.quiet)
-    if req.host is not None:
-        from .host.source import start_nvml
-
-        # NVML asked now, in a process of its own (before any thread: host/nvml.py), and the
-        # advisory database loaded while the host walk's workers run (pipeline.Pending)
-        req = replace(req, advisory_db=None, advisory_pending=pipeline.Pending(
-            partial(load_active, max_age_days=then.max_db_age)),
-            nvml_answer=start_nvml(req.host.root, req.host.use_nvml))
-    else:
-        req = replace(req, advisory_db=load_active(max_age_days=then.max_db_age))
-    _freeze_loaded(req)
+    with stagetime.stage("advisory database, collectors loaded"):
+        req = src.prepare(partial(load_active, max_age_days=then.max_db_age))
+        _freeze_loaded(req)
     from . import _gc
 
-    if req.host is None:
+    if not src.keeps_gc_paused:
         _gc.resume()  # paused by the CLI while it loaded (gpusbom._gc)
     manager: Any = progress if isinstance(progress, contextlib.AbstractContextManager) \
         else contextlib.nullcontext()
-    with manager:
+    with manager, stagetime.stage("pipeline"):
         result = pipeline.scan(req, progress)
-    write(result)
-    # a host scan keeps the collector paused to here, its walk's workers too: what it builds
-    # (the view's entries, the parsed package files, the components: hundreds of thousands
-    # of objects) lives to its end, and the young-generation passes over them took ~40 of
-    # the scanning process's passes (0.09-0.11 CPU-s) on the development VM
-    _gc.resume()
+    with stagetime.stage("outputs"):
+        write(result)
+    stagetime.report()
+    _gc.resume()  # a kind that keeps_gc_paused: its reading's objects are done with
     out = Outcome(result)
     if then.push:
         from .inventory import push_scan
 
         push_scan(result, then.push)
-    if then.node_images and req.host is not None:
+    if then.node_images and node is not None:
         from .node_images import scan_node_images
 
-        _n, failures = scan_node_images(req.host.root, result.target.name or "unknown",
+        _n, failures = scan_node_images(node, result.target.name or "unknown",
                                         push=then.push, quiet=then.quiet,
                                         advisory_db=req.advisory_pending.get()
                                         if req.advisory_pending is not None
                                         else req.advisory_db)
         out.messages += [f"gpusbom: {line}\n" for line in failures]
         if failures:
-            out.code = 3
+            out.failed = InputError(f"{len(failures)} of the node's images not scanned")
             return out
     if then.fail_on:
         from .policy import fail_on_severity, print_summary
@@ -180,7 +181,7 @@ def run(req: ScanRequest, then: Followups, write: Callable[[ScanResult], None],
             buf = io.StringIO()
             print_summary(decision, buf)
             out.messages.append(buf.getvalue())
-            out.code = 1
+            out.failed = PolicyFailed(f"--fail-on {then.fail_on}: policy failed")
             return out
     if then.strict and result.unknowns:
         raise IncompleteError(

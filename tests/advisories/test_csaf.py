@@ -142,10 +142,14 @@ def test_import_document() -> None:
     assert drivers[("580", "vGPU 19")]["ranges"] == [{"last_affected": "580.126.09"}]
     assert v1["severity"][0] == {"type": "CVSS_V3_1", "score": 7.8,
                                  "vector": "CVSS:3.1/AV:L/AC:L/PR:L/UI:N/S:U/C:H/I:H/A:H"}
-    (ctk,) = v2["affected"]
+    ctk, odd = sorted(v2["affected"], key=lambda a: "no_range" in a)
     assert ctk["target"] == "nvidia-container-toolkit"
     assert ctk["ranges"] == [{"last_affected": "1.16.1"}] and ctk["fixed"] == ["1.16.2"]
     assert "Contact your NVIDIA" in ctk["note"]
+    # no silent outcome: the affected phrase not understood is its own review entry
+    assert odd["target"] == "nvidia-container-toolkit" and "ranges" not in odd
+    assert "Contact your NVIDIA" in odd["no_range"]
+    assert odd["vendor_phrases"] == ["Contact your NVIDIA Customer Program Manager"]
     # the record loads and matches
     db = load_records([rec], source="test")
     lib = Component(name="libcuda", version="580.126.09", ecosystem="generic",

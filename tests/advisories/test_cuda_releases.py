@@ -3,12 +3,30 @@ matches an image that carries only components (libcudart.so.12.4.127, cuBLAS 12.
 
 from __future__ import annotations
 
+import copy
+
 from gpusbom.advisories.cuda_releases import RELEASES, SOURCES, release_of
-from gpusbom.advisories.db import load_bundled
+from gpusbom.advisories.db import AdvisoryDB, load_bundled, load_records
 from gpusbom.advisories.matcher import match
 from gpusbom.model import Component, Evidence
 
-DB = load_bundled()
+BUNDLED = load_bundled()
+
+
+def _no_parts() -> AdvisoryDB:
+    """The bundle with NVIDIA 5661 as if its CVEs named no tool or library of the toolkit
+    (the case the release rules are for: a CVE in "the CUDA Toolkit" as a whole)."""
+    recs = []
+    for a in BUNDLED:
+        r = copy.deepcopy(a.raw)
+        if r["id"] == "NVIDIA-5661":
+            for v in r["vulnerabilities"]:
+                v.pop("parts", None)
+        recs.append(r)
+    return load_records(recs, source="test")
+
+
+DB = _no_parts()
 
 
 def comp(product: str, version: str, loc: str = "/usr/local/cuda-12.4") -> Component:
@@ -33,10 +51,20 @@ def test_table_rows_cite_sources() -> None:
     assert release_of("cublas", "12.6.4.1") is None  # own numbering: nothing to say
 
 
+def test_cudart_is_not_the_component_of_an_nvjpeg_cve() -> None:
+    # NVIDIA 5661 CVE-2025-23272: "NVIDIA nvJPEG library contains a vulnerability": cudart
+    # is another library of the toolkit (cuda-part-absent)
+    f = next(x for x in match([comp("cudart", "12.4.127")], BUNDLED) if x.id == "CVE-2025-23272")
+    assert f.advisory is not None and f.advisory.status == "not-affected"
+    assert f.advisory.rule == "cuda-part-absent"
+    assert "this component is cudart of the toolkit, not nvjpeg" in (
+        f.advisory.justification or "")
+
+
 def test_libcudart_matches_toolkit_advisory() -> None:
-    # NVIDIA 5661 CVE-2025-23272: CUDA Toolkit prior to 12.9 Update 1, "NVIDIA nvJPEG library
-    # contains a vulnerability": a component is matched through its release, but only for
-    # review, never as certainly affected (whether it carries nvJPEG is not stated)
+    # NVIDIA 5661 CVE-2025-23272 with no part named: CUDA Toolkit prior to 12.9 Update 1: a
+    # component is matched through its release, but only for review, never as certainly
+    # affected (whether it carries the flaw is not stated)
     assert status([comp("cudart", "12.4.127")], "CVE-2025-23272") == [
         ("cudart@12.4.127", "review", "12.9.1")]
     f = next(x for x in match([comp("cudart", "12.4.127")], DB) if x.id == "CVE-2025-23272")

@@ -33,7 +33,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _index_files(cache: Path) -> list[Path]:
-    return sorted((cache / "tables").glob("advisories-*.marshal"))
+    return sorted((cache / "tables").glob("advisories-*.json"))
 
 
 def _components(db: object) -> list[Component]:
@@ -89,7 +89,7 @@ def test_indexed_bundled_database_is_the_whole_one(cache: Path) -> None:
 def test_damaged_index_is_validated_afresh(cache: Path) -> None:
     load_bundled()
     (path,) = _index_files(cache)
-    path.write_bytes(b"\x00not marshal")
+    path.write_bytes(b"\x00not JSON")
     load_bundled.cache_clear()
     db = load_bundled()
     assert db.index is None  # loaded whole again, and the index rewritten

@@ -39,6 +39,15 @@ from gpusbom.cli.app import main
 from .test_csaf import _doc as csaf_doc
 from .test_vex import _rootfs
 
+
+@pytest.fixture(autouse=True)
+def _wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests publish feeds for the machine's current year and ages by its clock: a
+    SOURCE_DATE_EPOCH another package's session fixture left in this worker's environment
+    (tests/policy's) made the feed list years up to that date, not today's (seen under
+    faketime '+400 days', where the two differ)."""
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+
 # --------------------------------------------------------------------------- feed files
 
 Y = datetime.now(timezone.utc).year  # the update reads the index of every year up to now
@@ -539,14 +548,13 @@ def test_a_successful_auto_update_forgets_an_earlier_failure(
     feeds = _auto_update_from(monkeypatch, https)
     mark = env / "advisories" / "auto-update-failed"
     mark.parent.mkdir(parents=True)
-    mark.write_text("earlier failure\n")
+    mark.write_text(f"{time.time()}\nearlier failure\n")  # gpusbom's format: when, why
     root = _rootfs(tmp_path)
     # within the retry interval: no attempt
     assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'a.json'}"]) == 0
     assert feeds.hits == [] and not user_db_path().exists()
     # a clock set back (the mark in the future) does not stop updates for good
-    future = time.time() + 86400
-    os.utime(mark, (future, future))
+    mark.write_text(f"{time.time() + 86400}\nearlier failure\n")
     assert main(["scan", f"dir:{root}", "-q", "-o", f"json={tmp_path / 'b.json'}"]) == 0
     assert feeds.hits and user_db_path().exists() and not mark.exists()
     capsys.readouterr()

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusbom.advisories.versions import InvalidVersion, Range, compare, driver_branch, parse
+from gpusbom.advisories.versions import (
+    InvalidVersion,
+    Range,
+    build_of,
+    compare,
+    driver_branch,
+    parse,
+)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +140,8 @@ def test_range_membership_consistent(scheme: str, data: st.DataObject) -> None:
     fixed = Range(scheme, introduced=lo, fixed=hi)
     assert fixed.contains(v) == (above and _cmp(scheme, v, hi) < 0)
     last = Range(scheme, introduced=lo, last_affected=hi)
-    assert last.contains(v) == (above and _cmp(scheme, v, hi) <= 0)
+    # an inclusive bound in release form holds that release's builds (10.16.1.11 <= 10.16.1)
+    assert last.contains(v) == (above and (_cmp(scheme, v, hi) <= 0 or build_of(scheme, v, hi)))
     assert Range(scheme, fixed=hi).contains(v) == (_cmp(scheme, v, hi) < 0)
     # a fixed version is never inside a range it fixes
     assert not Range(scheme, fixed=hi).contains(hi)

@@ -41,4 +41,11 @@ def test_layer_bases() -> None:
 
     assert AdvisoryError is errors.AdvisoryError and issubclass(AdvisoryError, ValueError)
     assert issubclass(NotCapturedError, errors.ViewError) and issubclass(NotCapturedError, LookupError)
-    assert errors.SourceNotFoundError("x").exit_code == 3
+    from gpusbom.cli._common import exit_code
+
+    assert exit_code(errors.SourceNotFoundError("x")) == 3
+    assert exit_code(errors.PolicyFailed("x")) == 1
+    assert exit_code(errors.UsageError("x")) == 2
+    assert exit_code(errors.IncompleteError("x")) == 4
+    assert exit_code(errors.CollectorError("x")) == 70
+    assert exit_code(ValueError("x")) == 70

@@ -5,7 +5,8 @@ row's ``source`` names is taken, at test time, from the pinned real artifact (Py
 Debian package, fetched into the fixture cache and checked against the row's sha256; an
 executable built here with nvcc), nothing is committed. ``rodata`` rows are cut down to the
 ELF header plus 4 KiB around the anchor; ``symbol`` rows need the symbol and section tables,
-so they get the whole member. The scanner is fed the snippet in 1 MiB chunks, as a layer
+so they get the whole member; the rows of a framework library (libraries linked statically
+into torch's ``libtorch_cuda.so``) stream its member once, with all of them. The scanner is fed the snippet in 1 MiB chunks, as a layer
 streams, and must give exactly the version the artifact's own metadata says (``expect``).
 
 The hostile tests patch a real ``libcudart.so.12`` (pinned wheel): a jump loop at the getter,
@@ -123,9 +124,31 @@ def _path(row: Row) -> str:
     return "/opt/lib/" + name
 
 
+#: framework-library rows (``head: fatbin``, ``before_fatbin``) of one pinned member, scanned
+#: once per test worker with all of them (a 1 GB library is inflated once, not once per row)
+_FRAMEWORK_SCANS: dict[tuple[str, str], dict[str, object] | None] = {}
+
+
+def _framework_scan(row: Row) -> dict[str, object] | None:
+    key = (row.source.file, row.source.member)
+    if key not in _FRAMEWORK_SCANS:
+        group = tuple(r for r in ROWS if (r.head_until_fatbin or r.before_fatbin)
+                      and (r.source.file, r.source.member) == key)
+        sc = ClassifierScanner(group, max(r.capture for r in group))
+        for chunk in _wheel_chunks(row, 4 << 20):
+            sc.feed(chunk)
+        _FRAMEWORK_SCANS[key] = sc.close()
+    return _FRAMEWORK_SCANS[key]
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_row_snippet(row: Row, tmp_path: Path) -> None:
-    if row.head and row.evidence == "symbol" and row.source.kind == "wheel":
+    if (row.head_until_fatbin or row.before_fatbin) and row.source.kind == "wheel":
+        # a statically linked library inside a framework library: the member streams as a
+        # layer streams it (the scanner keeps what it needs: the bytes before the device
+        # code and the section headers on), with every row of that member
+        analysis = _framework_scan(row)
+    elif row.head and row.evidence == "symbol" and row.source.kind == "wheel":
         # a row with a head keeps a sparse view of a file larger than its capture: the
         # member is streamed as a layer streams it
         sc = ClassifierScanner((row,), row.capture)
@@ -163,6 +186,22 @@ def test_rules() -> None:
     assert apply_rule("cuda-code", 12045) is None  # not a CUDART_VERSION
     assert apply_rule("hip-code", 50221153) == "5.2.21153"
     assert apply_rule("code-10000", 4) is None  # ncclInvalidArgument, not a version
+    # cuBLAS: x1000 through 11.x's early releases, x10000 from 11.11 (Debian's 11.11.3.6 and
+    # the PyPI 12.x wheels); read with x10000, 10.2.1's 10201 was "1.2.1" (#38)
+    assert apply_rule("cublas-code", 10201) == "10.2.1"
+    assert apply_rule("cublas-code", 10202) == "10.2.2"
+    assert apply_rule("cublas-code", 111103) == "11.11.3"
+    assert apply_rule("cublas-code", 120903) == "12.9.3"
+    assert apply_rule("cublas-code", 12103) == "11.11.3"  # an 11.x minor past 9, x1000
+    assert apply_rule("cublas-code", 7) is None  # CUBLAS_STATUS_INVALID_VALUE
+    assert apply_rule("nccl-code", 2408) == "2.4.8"  # NCCL before 2.9
+    assert apply_rule("nccl-code", 21903) == "2.19.3"
+    assert apply_rule("nccl-code", 4) is None
+    assert apply_rule("cudnn-code", 7605) == "7.6.5"
+    assert apply_rule("cudnn-code", 92400) == "9.24.0"
+    assert apply_rule("lib-code", 10102) == "10.1.2"  # cuFFT / cuRAND of CUDA 10.2
+    assert apply_rule("lib-code", 12510) == "12.5.10"  # cuSPARSE 12.5.10
+    assert apply_rule("underscored", "7_6_5_32") == "7.6.5.32"
 
 
 # -- hostile snippets ------------------------------------------------------------------------
@@ -270,7 +309,8 @@ def test_static_cudart_targets_in_executable(tmp_path: Path) -> None:
 def test_torch_without_dist_info_and_vendored_cudart(tmp_path: Path) -> None:
     """torch whose dist-info was deleted: the version module names it (metadata-missing,
     medium confidence); an auditwheel-renamed libcudart in torch/lib is cudart 12.4.127's
-    runtime (CUDART_VERSION 12040 from its getter: a short form, said so). No phantom: the
+    runtime (CUDART_VERSION 12040 from its getter: a short form; the fingerprint database
+    knows the file: 12.4.127, exact). No phantom: the
     nvidia-* wheels torch's metadata would name are not installed, nothing names them."""
     sys.path.insert(0, str(ROOT))
     from fixtures.fetch import fetch as fetch_pin
@@ -294,9 +334,13 @@ def test_torch_without_dist_info_and_vendored_cudart(tmp_path: Path) -> None:
     assert torch["properties"]["metadata-missing"] == "true"
     assert torch["properties"]["version-confidence"] == "medium"
     [cudart] = [c for c in comps if c["name"] == "cudart"]
-    assert cudart["version"] == "12.4"
+    # the renamed copy's bytes are cudart 12.4.127's (the fingerprint database knows its
+    # SHA-256): the exact version, above the getter's short form (12040 -> 12.4)
+    assert cudart["version"] == "12.4.127"
     assert cudart["properties"]["vendored-as"] == "libcudart-9335f6a2.so.12"
-    assert cudart["properties"]["version-confidence"] == "medium"
+    assert cudart["properties"]["identification-confidence"] == "exact"
+    assert cudart["properties"]["version-confidence"] == "exact"
+    assert cudart["properties"]["fingerprint-file"] == "libcudart.so.12"
     names = {c["name"] for c in comps}
     assert not {n for n in names if n.startswith("nvidia-")}
 

@@ -11,7 +11,10 @@ import random
 import pytest
 
 from gpusbom.binary.hipbundle import BUNDLE_MAGIC, CCOB_MAGIC
-from gpusbom.binary.stream import _DENSE, _FAT, _FIND_MIN, _HIPREG, _rare_find
+from gpusbom.binary.needles import _DENSE, _FIND_MIN
+from gpusbom.binary.needles import FAT_NEEDLE as _FAT
+from gpusbom.binary.needles import HIPREG_NEEDLE as _HIPREG
+from gpusbom.binary.needles import rare_find as _rare_find
 
 NEEDLES = (_FAT, _HIPREG, BUNDLE_MAGIC, CCOB_MAGIC)
 _RND = random.Random(3)

@@ -119,9 +119,10 @@ def test_search_ends_at_the_fatbin(torch_cpp: bytes) -> None:
 
 def test_cublas_and_cublaslt_apart(tmp_path: Path) -> None:
     """libcublas.so.12 and libcublasLt.so.12 of nvidia-cublas-cu12 12.9.3.13 copied without
-    the wheel's metadata: cuBLASLt 12.9.3 from its own cublasLtGetVersion constant (the
-    749 MB library kept sparsely: head and section headers), cuBLAS its own component with
-    its sibling's version (libcublas holds no constant: it calls cublasLtGetVersion)."""
+    the wheel's metadata: two components, each its own. The fingerprint database knows both
+    files (12.9.3.13, exact); cuBLASLt's own cublasLtGetVersion constant (12.9.3, read from
+    the 749 MB library kept sparsely: head and section headers) stays as its evidence and
+    agrees (a prefix)."""
     row = _row("cublaslt-getter")
     lib = tmp_path / "root/opt/blas/lib"
     lib.mkdir(parents=True)
@@ -133,14 +134,13 @@ def test_cublas_and_cublaslt_apart(tmp_path: Path) -> None:
     comps = _scan_root(tmp_path / "root", tmp_path / "out.json")
     [lt] = [c for c in comps if c["name"] == "cublaslt"]
     [blas] = [c for c in comps if c["name"] == "cublas"]
-    assert lt["version"] == "12.9.3"
-    assert lt["properties"]["version-method"] == "elf-symbol"  # type: ignore[index]
-    assert lt["properties"]["version-confidence"] == "high"  # type: ignore[index]
+    for c in (lt, blas):
+        assert c["version"] == "12.9.3.13"
+        assert c["properties"]["identification-confidence"] == "exact"  # type: ignore[index]
+        assert c["properties"]["fingerprint-source"] == "pypi:nvidia-cublas-cu12==12.9.3.13"  # type: ignore[index]
+        assert "disagreement" not in c["properties"]  # type: ignore[operator]
     assert any("cublasLtGetVersion" in e["detail"] and "120903" in e["detail"]
                for e in lt["evidence"])  # type: ignore[union-attr]
-    assert blas["version"] == "12.9.3"
-    assert blas["properties"]["version-method"] == "sibling"  # type: ignore[index]
-    assert blas["properties"]["version-from"] == "cublaslt"  # type: ignore[index]
     assert {e["path"] for e in blas["evidence"]} == {"/opt/blas/lib/libcublas.so.12"}  # type: ignore[union-attr]
 
 
@@ -176,3 +176,36 @@ def test_sparse_capture_is_bounded_and_fails_cleanly(tmp_path: Path) -> None:
     assert analysis is not None
     [rec] = [v["getters"]["cublaslt-getter"] for v in analysis.values()]  # type: ignore[index]
     assert rec.get("error") or rec.get("candidates") == []
+
+
+def test_framework_capture_keeps_the_code_not_the_device_code() -> None:
+    """torch 1.5.0's 1 GB libtorch_cuda.so through its static-getter rows (``head: fatbin``):
+    only the bytes before its first fatbin header (code and data, 126 MB) and those from its
+    section header table on (auditwheel's patchelf moved .dynstr there) are kept, at most
+    KEEP_IN_MEMORY of them in memory (the rest in an unnamed temporary file); the 900 MB of
+    device code between are not. Every getter decodes from what was kept."""
+    rows = tuple(r for r in ROWS if r.head_until_fatbin)
+    row = rows[0]
+    sc = ClassifierScanner(rows, 0)
+    kept = in_memory = seen = shoff = 0
+    fatbin_at = -1
+    for chunk in _wheel_chunks(row, 4 << 20):
+        if not seen:
+            shoff = int.from_bytes(chunk[0x28:0x30], "little")  # the section header table
+        if fatbin_at < 0 and chunk.find(_FATBIN_HEADER) >= 0:
+            fatbin_at = seen + chunk.find(_FATBIN_HEADER)
+        seen += len(chunk)
+        sc.feed(chunk)
+        items = sc._chunks.items if sc._chunks is not None else []
+        kept = max(kept, sum(len(c) for _, c in items))
+        in_memory = max(in_memory, sum(len(c) for _, c in items if isinstance(c, bytes)))
+    assert 0 < fatbin_at < seen // 4 and seen - shoff < 32 << 20
+    # the head (to the chunk holding the first fatbin header), the tail from the table on
+    assert kept <= fatbin_at + (4 << 20) + (seen - shoff) + (64 << 10) + (4 << 20)
+    assert kept < seen // 6
+    assert in_memory <= KEEP_IN_MEMORY
+    found = {h.row.id: h.version for h in hits(sc.close(), "/x/torch/lib/libtorch_cuda.so")}
+    assert found == {"cudnn-static-getter": "7.6.5", "cublaslt-static-getter": "10.2.2",
+                     "cublas-static-symbol": None, "cufft-static-getter": "10.1.2",
+                     "curand-static-getter": "10.1.2", "cusparse-static-getter": "10.3.1",
+                     "nccl-static-getter": "2.4.8"}

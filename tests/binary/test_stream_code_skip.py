@@ -12,7 +12,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from gpubin_oracles import make_fatbin, make_fatbin_entry, nvidia_library, rocrand_library
 
-from gpusbom.binary import stream
+from gpusbom.binary import scanloop
 from gpusbom.binary.stream import MAX_PHDR_PREFIX, GpuCodeScanner, executable_ranges
 
 GPU_SECTIONS = {".nv_fatbin", "__nv_relfatbin", ".hip_fatbin"}
@@ -56,7 +56,7 @@ def test_separate_code_library_skips_only_code(monkeypatch: pytest.MonkeyPatch) 
     for step in (1 << 16, 4093, 1 << 20):
         assert feed(planted, step) == found
     # ... which is the skip's doing: without it the container is found
-    monkeypatch.setattr(stream, "executable_ranges", lambda head: [])
+    monkeypatch.setattr(scanloop, "executable_ranges", lambda head: [])  # the name scanloop.py reads
     assert feed(planted)["cuda"]["sass"] == ["sm_80"]
 
 

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 import pytest
 from gpubin_oracles import make_elf, make_fatbin, make_fatbin_entry
 
-from gpusbom.binary import stream
+from gpusbom.binary import streamhash
 from gpusbom.binary.stream import GpuCodeScanner
 from gpusbom.fsview import types as fstypes
 from gpusbom.fsview.layer import resolve_deferred
@@ -29,9 +29,9 @@ def _pieces(data: bytes, rng: random.Random) -> list[bytes]:
 @pytest.fixture
 def small_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs of 64 KiB and 256 KiB in flight (instead of MiBs): the bound is hit often."""
-    monkeypatch.setattr(stream, "_HASH_BATCH", 64 << 10)
+    monkeypatch.setattr(streamhash, "_HASH_BATCH", 64 << 10)
     monkeypatch.setattr(fstypes, "ANALYZER_BACKLOG", 256 << 10)
-    monkeypatch.setattr(stream, "_HASH_INLINE_MAX", 32 << 10)
+    monkeypatch.setattr(streamhash, "_HASH_INLINE_MAX", 32 << 10)
 
 
 @pytest.mark.parametrize("size", [4, 1000, 40_000, 300_000, 3_000_000])
@@ -39,7 +39,7 @@ def test_digest_is_the_files(small_bounds: None, size: int) -> None:
     rng = random.Random(size)
     data = rng.randbytes(size)
     pieces = _pieces(data, rng)
-    h = stream._Sha256(pieces[0])
+    h = streamhash.StreamSha256(pieces[0])
     for p in pieces[1:]:
         h.update(p)
     assert h.hexdigest() == hashlib.sha256(data).hexdigest()
@@ -53,12 +53,12 @@ def test_files_ended_without_waiting(small_bounds: None) -> None:
     digests: list[str | Future[str]] = []
     for data in files:
         pieces = _pieces(data, rng)
-        h = stream._Sha256(pieces[0])
+        h = streamhash.StreamSha256(pieces[0])
         for p in pieces[1:]:
             h.update(p)
         digests.append(h.digest_later())
         # the bound holds: what waits is at most one job over it
-        st = stream._hash_state()
+        st = streamhash.hash_state()
         assert st.inflight_bytes <= fstypes.ANALYZER_BACKLOG + (2 << 20)
     assert any(isinstance(d, Future) for d in digests)
     assert any(isinstance(d, str) for d in digests)  # the 2 KiB ones: hashed inline
@@ -92,7 +92,7 @@ def test_a_failed_hash_job_is_never_a_digest(small_bounds: None) -> None:
     """A piece the hash cannot take (a str) fails its job on the hashing thread: the digest
     raises instead of covering the other bytes only, and the layer's resolve step drops the
     value and names the error."""
-    h = stream._Sha256(b"x" * 100)
+    h = streamhash.StreamSha256(b"x" * 100)
     h.update("not bytes" * 10_000)  # type: ignore[arg-type]
     h.update(b"y" * (300 << 10))
     d = h.digest_later()

@@ -127,17 +127,28 @@ def test_runfile_toolkit_nvrtc_longer_version_wins(scanned: dict[str, Any]) -> N
     assert c["version"] == "12.6.77"  # wheel nvidia-cuda-nvrtc-cu12 12.6.77
     methods = {e["method"] for e in c["evidence"]}
     assert {"soname", "elf-rodata"} <= methods  # 12.6 (file name) and 12.6.77, both kept
-    assert c["properties"]["version-confidence"] == "high"
+    # the library's bytes are the wheel's (fingerprint database, #38): exact, and the
+    # rodata version (high) agrees
+    assert "fingerprint-sha256" in methods
+    assert c["properties"]["version-confidence"] == "exact"
 
 
 def test_tarball_and_soname_only_libraries(scanned: dict[str, Any]) -> None:
-    assert _at(scanned["cudnn"], "/usr/local/cudnn")["version"] == "9.1.0"  # 9.1.0.70 wheel
+    # 9.1.0.70 wheel: its libcudnn_graph.so.9 is in the fingerprint database (cuDNN's PyPI
+    # history, #38): the exact release; the getter's 9.1.0 agrees
+    cudnn = _at(scanned["cudnn"], "/usr/local/cudnn")
+    assert cudnn["version"] == "9.1.0.70"
+    assert cudnn["properties"]["identification-confidence"] == "exact"
+    assert "disagreement" not in cudnn["properties"]
     nccl = _at(scanned["nccl"], "/opt/nccl")
     assert nccl["version"] == "2.19.3"
     assert {e["method"] for e in nccl["evidence"]} >= {"elf-rodata", "elf-symbol"}
     cudart = _at(scanned["cudart"], "/app")
-    assert cudart["version"] == "12.4"  # CUDART_VERSION of 12.4.127: the short form, said so
-    assert cudart["properties"]["version-confidence"] == "medium"
+    # the copied file is the 12.4.127 wheel's libcudart.so.12: the fingerprint database
+    # gives the exact release (#38) where its CUDART_VERSION said only 12.4 (medium)
+    assert cudart["version"] == "12.4.127"
+    assert cudart["properties"]["version-confidence"] == "exact"
+    assert cudart["properties"]["identification-method"] == "sha256"
 
 
 def test_static_cudart_and_targets(scanned: dict[str, Any]) -> None:
@@ -160,7 +171,9 @@ def test_torch_without_metadata_and_renamed_cudart(scanned: dict[str, Any]) -> N
     assert torch["properties"]["metadata-missing"] == "true"
     vend = _at(scanned["cudart"], f"/{SITE}/torch")
     assert vend["properties"]["vendored-as"] == "libcudart-9335f6a2.so.12"
-    assert vend["version"] == "12.4"
+    # the renamed copy holds the 12.4.127 wheel's bytes: the fingerprint database (#38)
+    assert vend["version"] == "12.4.127"
+    assert vend["properties"]["identification-method"] == "sha256"
     assert not [n for n in scanned if n.startswith("nvidia-")]  # no phantom wheel names
 
 

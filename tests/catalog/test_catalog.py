@@ -235,7 +235,7 @@ def test_tables_are_parsed_once_per_content(tmp_path: Path,
     assert _tables.cached_parse(text, parse) == first and len(calls) == 1  # from the cache
     # another text is another entry; a damaged entry is parsed again (and rewritten)
     assert _tables.cached_parse(text + "\n# edited\n", parse) == first and len(calls) == 2
-    cached.write_bytes(b"not a pickle")
+    cached.write_bytes(b"not JSON")
     assert _tables.cached_parse(text, parse) == first and len(calls) == 3
     assert _tables.cached_parse(text, parse) == first and len(calls) == 3
     # a cache that cannot be written: parsed every time, same data
@@ -243,31 +243,39 @@ def test_tables_are_parsed_once_per_content(tmp_path: Path,
     assert _tables.cached_parse(text, parse) == first and len(calls) == 4
 
 
-def test_built_rows_are_kept_per_content_and_code(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # products() keeps its built rows in the user cache, named by the text and by the code
-    # that built them: another fingerprint of gpusbom's code builds them again
-    from gpusbom import _codeid, catalog
-    from gpusbom import _tables
+def test_derived_data_is_kept_per_content_and_code_as_json_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what gpusbom's code derives (code=True) is kept named by the text and by that code;
+    # only plain JSON data is kept: gpusbom's objects (catalog rows) are never stored, so a
+    # table file cannot name code (issue #33)
+    from gpusbom import _codeid, _tables, catalog
 
     monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(tmp_path))
     text = "- {id: a, vendor: V, stack: s, name: A, pypi: [a-.*]}\n"
     calls: list[str] = []
 
+    def derive(t: str) -> dict[str, list[int]]:
+        calls.append(t)
+        return {"a": [len(t)]}
+
+    first = _tables.cached_parse(text, derive, code=True)
+    again = _tables.cached_parse(text, derive, code=True)
+    assert len(calls) == 1 and again == first and again is not first  # the second from the cache
+    monkeypatch.setattr(_codeid, "code_fingerprint", lambda: "another code")
+    _tables.cached_parse(text, derive, code=True)
+    assert len(calls) == 2
+    # rows (objects, tuples) are not JSON data: built every time, and nothing stored for them
+    before = set((tmp_path / "tables").iterdir())
+
     def build(t: str) -> tuple[catalog.Product, ...]:
         calls.append(t)
         return catalog._shipped_rows(t)
 
-    first = _tables.cached_parse(text, build, code=True)
-    again = _tables.cached_parse(text, build, code=True)
-    assert len(calls) == 1 and again is not first  # the second from the cache
-    assert [(r.id, [p.pattern for p in r.names["pypi"]]) for r in again] == [("a", ["a-.*"])]
-    assert again[0].matches("pypi", "A-b") and not again[0].matches("pypi", "b")
-    # the YAML parse of the same text (made while building) is another entry
-    assert _tables.cached_parse(text, build) == catalog._yaml(text) and len(calls) == 1
-    monkeypatch.setattr(_codeid, "code_fingerprint", lambda: "another code")
-    _tables.cached_parse(text, build, code=True)
-    assert len(calls) == 2
+    rows = _tables.cached_parse(text + "#\n", build, code=True)
+    assert _tables.cached_parse(text + "#\n", build, code=True)[0].id == rows[0].id == "a"
+    assert len(calls) == 4
+    new = set((tmp_path / "tables").iterdir()) - before
+    assert all(b"Product" not in p.read_bytes() for p in new)  # only the YAML parse, if any
     # the shipped table: the same rows as built without the cache
     catalog.products.cache_clear()
     try:

@@ -9,7 +9,13 @@ catalog file (``$GPUSBOM_CATALOG``), flows through the real CLI to
   the fixed version decides affected vs not),
 - and the product's CPE (the row's ``cpe`` vendor:product with the product version).
 
-No gpusbom code names the toy product; without the extra file nothing is recognised.
+A second toy row, ``toyaccel-blas``, is a CUDA-like library: its row names its library
+(``libraries``, ``sonames``) and a header with its version macros (``headers``), and the CUDA
+collector's generic strategies (``collectors/strategies``) find it by those fields alone:
+a ``cuda`` stack component, its version from the soname and the header, in the stack
+summary under the row's ``display``, matched by an advisory for the row's id.
+
+No gpusbom code names the toy products; without the extra file nothing is recognised.
 """
 
 from __future__ import annotations
@@ -39,6 +45,19 @@ TOY_ROW = """\
   pypi: ['toyaccel']
   cpe: ['toyvendor:toyaccel_runtime']
   vendor_strings: ['^ToyAccel Runtime$']
+
+- id: toyaccel-blas
+  vendor: ToyVendor
+  stack: cuda
+  name: ToyVendor ToyBLAS for CUDA
+  scheme: semver
+  collector: [toyblas]
+  display: ToyBLAS
+  libraries: [libtoyblas]
+  sonames: ['libtoyblas.so*']
+  headers:
+    - {file: toyblas_version.h, macros: [TOYBLAS_MAJOR, TOYBLAS_MINOR, TOYBLAS_PATCH], rank: file}
+  cpe: ['toyvendor:toyblas']
 """
 
 ADVISORY = {
@@ -52,6 +71,11 @@ ADVISORY = {
         "severity": [{"type": "CVSS_V3_1", "score": 8.1, "vector": None}],
         "affected": [{"target": "toyaccel-runtime", "scheme": "semver",
                       "ranges": [{"fixed": "1.3.0"}], "fixed": ["1.3.0"]}],
+    }, {
+        "id": "CVE-2099-0002",
+        "severity": [{"type": "CVSS_V3_1", "score": 7.5, "vector": None}],
+        "affected": [{"target": "toyaccel-blas", "scheme": "semver",
+                      "ranges": [{"fixed": "2.1.0"}], "fixed": ["2.1.0"]}],
     }],
 }
 
@@ -70,6 +94,14 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | dict[str, 
     lib.mkdir(parents=True)
     (lib / "libtoyaccel.so.1.2.3").write_bytes(b"\x7fELF toy library, never executed\n")
     os.symlink("libtoyaccel.so.1.2.3", lib / "libtoyaccel.so.1")
+    blas = root / "opt/toyblas"
+    (blas / "lib").mkdir(parents=True)
+    (blas / "lib/libtoyblas.so.2.0.1").write_bytes(b"\x7fELF toy BLAS, never executed\n")
+    os.symlink("libtoyblas.so.2.0.1", blas / "lib/libtoyblas.so.2")
+    (blas / "include").mkdir()
+    (blas / "include/toyblas_version.h").write_text(
+        "#define TOYBLAS_MAJOR 2\n#define TOYBLAS_MINOR 0\n#define TOYBLAS_PATCH 1\n",
+        encoding="utf-8")
     (root / "etc").mkdir()
     (root / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n', encoding="utf-8")
     cache = tmp / "cache"
@@ -115,9 +147,13 @@ def _toy_stack(doc: dict) -> dict | None:  # type: ignore[type-arg]
     return next((s for s in doc["stacks"] if s["stack"] == "toyaccel"), None)
 
 
-def _toy_findings(doc: dict) -> dict[str, str]:  # type: ignore[type-arg]
+def _toy_findings(doc: dict, cve: str = "CVE-2099-0001") -> dict[str, str]:  # type: ignore[type-arg]
     return {c: f["advisory"]["status"] for f in doc.get("findings", [])
-            if f["id"] == "CVE-2099-0001" for c in f["components"]}
+            if f["id"] == cve for c in f["components"]}
+
+
+def _toyblas(doc: dict) -> list[dict]:  # type: ignore[type-arg]
+    return [c for c in doc["components"] if c["properties"].get("product") == "toyblas"]
 
 
 def test_toy_row_reaches_collector_summary_cpe_and_advisories(toy) -> None:  # type: ignore[no-untyped-def]
@@ -155,11 +191,29 @@ def test_toy_row_reaches_sbom_classification_and_advisories(toy) -> None:  # typ
     assert found.get(comps["toyaccel"]["bom_ref"]) in (None, "not-affected")
 
 
+def test_a_cuda_like_row_reaches_the_cuda_strategies(toy) -> None:  # type: ignore[no-untyped-def]
+    tmp = toy["tmp"]
+    doc = _scan(toy, [f"dir:{tmp / 'root'}"], with_row=True)
+    comps = _toyblas(doc)
+    assert len(comps) == 1, comps
+    c = comps[0]
+    assert (c["name"], c["version"]) == ("toyblas", "2.0.1")
+    assert c["properties"]["stack"] == "cuda" and c["properties"]["location"] == "/opt/toyblas"
+    assert {e["path"] for e in c["evidence"]} == {
+        "/opt/toyblas/lib/libtoyblas.so.2.0.1", "/opt/toyblas/include/toyblas_version.h"}
+    assert "disagreement" not in c["properties"]  # the soname and the header agree
+    st = next(s for s in doc["stacks"] if s["stack"] == "cuda")
+    assert [(p["display"], p["versions"]) for p in st["parts"] if p["product"] == "toyblas"] == [
+        ("ToyBLAS", ["2.0.1"])]
+    assert _toy_findings(doc, "CVE-2099-0002") == {c["bom_ref"]: "affected"}
+
+
 def test_without_the_row_nothing_is_recognised(toy) -> None:  # type: ignore[no-untyped-def]
     tmp = toy["tmp"]
     for args in ([f"dir:{tmp / 'root'}"], ["--sbom", str(tmp / "toy.cdx.json")]):
         doc = _scan(toy, args, with_row=False)
         assert _toy_components(doc) == [] and _toy_stack(doc) is None
+        assert _toyblas(doc) == []
         assert "catalog" not in doc["tool"]["collectors"]
         assert _toy_findings(doc) == {}
 

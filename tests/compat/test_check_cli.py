@@ -37,10 +37,13 @@ def test_nvidia_wheels_on_h200(wheels_scan: Path, h200_json: Path, tmp_path: Pat
     for rt in ("cudart 13.0.96", "cudart 12.4.127", "cudart 12.1.105"):
         assert f"{rt} (" in reasons, rt
     assert "driver 580.159.04 supports CUDA 13.0 >= 13.0" in reasons
-    # every library with fatbins has sm_90 SASS
-    libs = {lib["name"]: lib for lib in v["libraries"] if lib["kind"] == "cuda-code"}
+    # every library with fatbins has sm_90 SASS: one verdict per file, named after its package
+    libs = {lib["name"].split(" /")[0]: lib for lib in v["libraries"]
+            if lib["kind"] == "cuda-code"}
     assert set(libs) == {"nvidia-curand-cu12 10.3.5.147", "nvidia-nccl-cu12 2.19.3",
                          "nvidia-nvjpeg 13.0.2.28", "nvidia-nvjpeg-cu12 12.4.0.76"}
+    assert all(lib["file"] == lib["evidence"][0] and lib["targets"]["cuda:sass"]
+               for lib in libs.values())
     assert all(lib["verdict"] == "runs" and "SASS sm_90 runs on sm_90" in lib["reason"]
                for lib in libs.values())
     assert libs["nvidia-nccl-cu12 2.19.3"]["evidence"] == [
@@ -63,7 +66,9 @@ def test_nvidia_wheels_what_if(wheels_scan: Path, tmp_path: Path) -> None:
     rc, doc = _run([str(wheels_scan), "--gpu", "V100", "--driver", "580.65.06"], tmp_path)
     (v,) = doc["verdicts"]
     assert v["verdict"] == "will-fail"
-    assert any(r.startswith("nvidia-nvjpeg 13.0.2.28: no SASS for sm_70") for r in v["reasons"])
+    assert any(r.startswith("nvidia-nvjpeg 13.0.2.28 /usr/local/lib/python3.11/site-packages/"
+                            "nvidia/cu13/lib/libnvjpeg.so.13: no SASS for sm_70")
+               for r in v["reasons"])
     # a B300 (10.3): cuRAND 12 and NCCL 12 have sm_90 SASS and compute_90 PTX only: JIT
     rc, doc = _run([str(wheels_scan), "--gpu", "B300", "--driver", "580.65.06"], tmp_path)
     assert rc == 0
@@ -82,13 +87,16 @@ def test_sarif(wheels_scan: Path, tmp_path: Path) -> None:
     assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-schema-2.1.0.json")
     run = doc["runs"][0]
     rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
-    assert rules == ["check/will-fail", "check/runs-with-jit", "check/runs"]
+    assert rules == ["check/will-fail", "check/not-applicable", "check/unchecked",
+                     "check/runs-with-jit", "check/runs"]
     by = {r["properties"]["target"]: r for r in run["results"]}
     v100 = by["V100 (sm_70), driver 580.65.06"]
     assert v100["ruleId"] == "check/will-fail" and v100["level"] == "error"
     assert rules[v100["ruleIndex"]] == v100["ruleId"]
     uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in v100["locations"]]
     assert "usr/local/lib/python3.11/site-packages/nvidia/cu13/lib/libnvjpeg.so.13" in uris
+    failing = v100["properties"]["failing_files"]
+    assert failing[0]["path"].endswith("/libnvjpeg.so.13") and failing[0]["targets"]["cuda:sass"]
     assert by["H100 (sm_90), driver 580.65.06"]["level"] == "note"
     # the official OASIS SARIF 2.1.0 schema (vendored with its source in tests/policy/)
     import jsonschema

@@ -77,9 +77,11 @@ def test_h200_predictions(nvcc_fixtures: Path, h200_json: Path, tmp_path: Path, 
     if how == "host":
         assert v["gpu"]["count"] == 2 and v["host"].endswith("h200")
     reasons = "\n".join(v["reasons"])
-    assert "ptx_newer_isa: no SASS for sm_90; PTX compute_80 is ISA 9.1, newer than driver " \
-           "580.159.04 can JIT (up to ISA 9.0" in reasons
-    assert "sm80_sass: no SASS for sm_90 (has sm_80); no PTX: CUDA_ERROR_NO_BINARY_FOR_GPU" in reasons
+    # each reason names the file (a stand-alone file component: its path)
+    assert "/fatbin/ptx_newer_isa.fatbin: no SASS for sm_90; PTX compute_80 is ISA 9.1, newer " \
+           "than driver 580.159.04 can JIT (up to ISA 9.0" in reasons
+    assert "/fatbin/sm80_sass.fatbin: no SASS for sm_90 (has sm_80); no PTX: " \
+           "CUDA_ERROR_NO_BINARY_FOR_GPU" in reasons
     assert any(p.endswith("/fatbin/sm100_sass.fatbin") for p in v["evidence"])
 
 

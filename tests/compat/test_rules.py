@@ -126,15 +126,20 @@ def test_cuda_13_needs_driver_580() -> None:
     assert bad.verdict == "will-fail"
     assert any("580.65.06" in r and "insufficient" in r for r in bad.reasons)
     good = evaluate(img, ["H100"], driver="580.65.06")[0]
-    assert good.verdict == "runs"
+    # the runtime fits the driver, but no device code was found: nothing says kernels run
+    assert good.verdict == "unchecked"
+    assert [lib.verdict for lib in good.libraries] == ["runs"]
+    assert good.reasons[0].startswith("no CUDA device code found in the image")
 
 
 def test_cuda_12_4_needs_550_54_14_or_minor_version_compatibility() -> None:
     img = _image({}, _cudart("12.4.127"))
     v = evaluate(img, ["H100"], driver="550.54.14")[0]
-    assert v.verdict == "runs" and any("supports CUDA 12.4 >= 12.4" in r for r in v.reasons)
+    assert v.verdict == "unchecked" and any("supports CUDA 12.4 >= 12.4" in r for r in v.reasons)
+    assert [lib.verdict for lib in v.libraries] == ["runs"]
     v = evaluate(img, ["H100"], driver="535.104.05")[0]  # CUDA 12.2 driver: minor-version compat
-    assert v.verdict == "runs" and any("minor-version compatibility" in r for r in v.reasons)
+    assert v.verdict == "unchecked" and any("minor-version compatibility" in r for r in v.reasons)
+    assert [lib.verdict for lib in v.libraries] == ["runs"]
     v = evaluate(img, ["H100"], driver="470.256.02")[0]  # CUDA 11.4 driver: no
     assert v.verdict == "will-fail"
 
@@ -163,7 +168,9 @@ def test_compat_package_helps_on_h100_not_on_geforce() -> None:
     assert alone.verdict == "will-fail"
     # ... but the image's cuda-compat 550 does, on a data-center GPU of a listed branch
     h100 = evaluate(img, ["H100"], driver="470.256.02")[0]
-    assert h100.verdict == "runs", h100.reasons
+    # (no device code in this image: unchecked, with the runtime checks passing)
+    assert h100.verdict == "unchecked", h100.reasons
+    assert [lib.verdict for lib in h100.libraries] == ["runs"]
     assert any(r.startswith("forward compatibility: cuda-compat 550.54.15") for r in h100.reasons)
     assert "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15" in h100.evidence
     # the container starts on a GeForce (brand=geforce clause) but CUDA fails with 804
@@ -176,7 +183,7 @@ def test_compat_package_helps_on_h100_not_on_geforce() -> None:
     assert any("branch 545" in r for r in other.reasons)
     # compat older than the driver is not used at all
     new = evaluate(img, ["H100"], driver="580.159.04")[0]
-    assert new.verdict == "runs"
+    assert new.verdict == "unchecked" and [lib.verdict for lib in new.libraries] == ["runs"]
     assert any("not newer than driver 580.159.04" in r for r in new.reasons)
 
 
@@ -207,8 +214,10 @@ def test_hip_image_on_gfx_targets() -> None:
                                                       "gfx1030", "gfx942", "MI300X"])}
     assert got == {"gfx90a:xnack-": "runs", "gfx90a:xnack+": "will-fail", "gfx1030": "runs",
                    "gfx942": "will-fail", "MI300X (gfx942)": "will-fail"}
-    # the CUDA-only image does not run on an AMD GPU, and the reverse
-    assert evaluate(img, ["H100"], driver="580.65.06")[0].verdict == "will-fail"
+    # a HIP-only image on an NVIDIA GPU: nothing in it is for that vendor
+    na = evaluate(img, ["H100"], driver="580.65.06")[0]
+    assert na.verdict == "not-applicable" and "/usr/lib/librocblas.so.0" in na.evidence
+    assert "ROCm/HIP only" in na.reasons[0]
 
 
 @pytest.mark.parametrize(

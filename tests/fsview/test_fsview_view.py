@@ -271,7 +271,7 @@ def test_glob_in_a_large_directory_is_the_regex_scan() -> None:
     import re
 
     from gpusbom.fsview.spec import glob_to_regex
-    from gpusbom.fsview.view import _BASE_INDEX_OVER
+    from gpusbom.fsview.viewglob import _BASE_INDEX_OVER
 
     lib = "usr/lib/x86_64-linux-gnu"
     files = [F(f"{lib}/libz{i:04d}.so.1", b"z") for i in range(_BASE_INDEX_OVER * 3)]
@@ -423,13 +423,13 @@ def test_from_directory_unreadable_simulated(
 
 
 def test_from_directory_skips_proc_sys_dev_on_host_root(tmp_path: Path) -> None:
-    from gpusbom.fsview.view import _DirWalker
+    from gpusbom.fsview.rootwalk import DirWalker
 
     for d in ("proc", "sys", "dev", "etc"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "f").write_text(d)
     with Spool() as sp:
-        w = _DirWalker(PathMatcher([PathSpec("/**")]), sp, Limits(), skip_host=True)
+        w = DirWalker(PathMatcher([PathSpec("/**")]), sp, Limits(), skip_host=True)
         w.walk(str(tmp_path))
     assert sorted(w.entries) == ["/", "/etc", "/etc/f"]
 

@@ -139,3 +139,37 @@ def test_matcher_answers_as_with_regexes_only(monkeypatch: pytest.MonkeyPatch) -
     slow = spec.PathMatcher(specs)
     assert got == [(p, slow.match(p)) for p in paths]
     assert sum(m is not None for _, m in got) >= 5
+
+
+def test_wild_base_under_a_wildcard_directory_is_found_through_the_directory() -> None:
+    """``/**/*.dist-info/sboms/*`` (a wholly wild base name below a directory with a
+    wildcard) once sent every path through the Python-level candidate search; the matcher
+    now tests the directory with one regex: same answers as each spec's own regex."""
+    import itertools
+    import re
+
+    from gpusbom.collect import build_matcher, select_collectors
+    from gpusbom.fsview.spec import glob_to_regex
+
+    m = PathMatcher([PathSpec("/**/*.dist-info/sboms/*"), PathSpec("/**/bin/*"),
+                     PathSpec("/var/lib/dpkg/status.d/*"), PathSpec("/**/*.so")])
+    assert m.match("/usr/lib/python3/site-packages/x-1.dist-info/sboms/a.cdx.json") is not None
+    assert m.match("/x-1.dist-info/sboms/a") is not None
+    assert m.match("/usr/lib/python3/site-packages/x-1.dist-info/sboms") is None
+    assert m.match("/usr/lib/python3/site-packages/x-1.dist-info/sbomsx/a") is None
+    assert m.match("/usr/lib/python3/site-packages/torch/lib/data.bin") is None
+    assert m.match("/var/lib/dpkg/status.d/libc6") is not None
+    # a directory where no wild-base spec can match keeps its base-name prefilter
+    pre = m.dir_prefilter("/usr/lib/python3/site-packages/torch")
+    assert pre is not None and pre("x.py") is None and pre("x.so") is not None
+    assert m.dir_prefilter("/site/x-1.dist-info/sboms") is None
+    # the collectors' matcher against each spec's own regex, over paths of many shapes
+    full = build_matcher(select_collectors(None))
+    rxs = [re.compile("^" + glob_to_regex(sp.pattern) + "$") for sp in full.specs]
+    dirs = ["", "/usr/bin", "/opt/x/sbin", "/site/a-1.dist-info", "/site/a-1.dist-info/sboms",
+            "/usr/lib/x86_64-linux-gnu", "/usr/libexec/a", "/var/lib/dpkg/status.d",
+            "/t/triton/backends/nvidia/bin", "/site/torch/lib"]
+    bases = ["METADATA", "libcudart.so.12", "x.so", "a.json", "tool", "x.py", "cuda.h", "b.onnx"]
+    for d, b in itertools.product(dirs, bases):
+        path = f"{d}/{b}"
+        assert (full.match(path) is not None) == any(rx.match(path) for rx in rxs), path

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpusbom.errors import LayerError, UnsafeArchiveError
-from gpusbom.fsview import decompress
+from gpusbom.fsview import decode, decompress
 from gpusbom.fsview.types import Limits
 from gpusbom.sources.schedule import schedule_layers
 
@@ -124,7 +124,7 @@ def test_ratio_gives_way_to_the_bounded_reader(tmp_path: Path) -> None:
 def test_bomb_check_counts_the_whole_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 1000:1 check (after RATIO_CHECK_AFTER bytes of output) must not see 0 raw bytes
     on the parallel path, where rapidgzip reads the blob itself."""
-    monkeypatch.setattr(decompress, "RATIO_CHECK_AFTER", 1)
+    monkeypatch.setattr(decode, "RATIO_CHECK_AFTER", 1)  # the name decode.py reads
     p = tmp_path / "layer.gz"
     data = _payload(4 << 20)
     p.write_bytes(_gzip(data))

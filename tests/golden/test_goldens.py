@@ -254,9 +254,9 @@ def _check(ctx: Ctx, request: pytest.FixtureRequest) -> None:
     ctx.keep("what-if.json", what_if)
 
 
-def _check_run(ctx: Ctx, *args: str, name: str) -> int:
+def _check_run(ctx: Ctx, *args: str, name: str, epoch: str = EPOCH) -> int:
     """check exits 0 or 1 (a will-fail verdict): both are results, recorded with the output."""
-    env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "COLUMNS": "200", "TERM": "dumb",
+    env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "COLUMNS": "200", "TERM": "dumb",
            "NO_COLOR": "1"}
     proc = subprocess.run([sys.executable, "-m", "gpusbom", *args], capture_output=True,
                           text=True, timeout=300, env=env, cwd=ctx.tmp, check=False)
@@ -267,9 +267,23 @@ def _check_run(ctx: Ctx, *args: str, name: str) -> int:
     return proc.returncode
 
 
+def _db_age_epoch(days: int) -> str:
+    """SOURCE_DATE_EPOCH ``days`` after the bundled advisory database's build date: the gate's
+    database-age rule then says "N days old" with the same N on every day the test runs."""
+    import datetime as dt
+
+    from gpusbom.advisories.db import load_active
+    from gpusbom.clock import parse_iso
+
+    built = parse_iso(str(load_active().built))
+    assert built is not None, "the bundled advisory database has no build date"
+    return str(int((built + dt.timedelta(days=days)).timestamp()))
+
+
 @case("gate")
 def _gate(ctx: Ctx, request: pytest.FixtureRequest) -> None:
     sbom = _input(ctx, request.getfixturevalue("foreign_sboms")["cyclonedx-py"])
+    epoch = _db_age_epoch(100)  # the strict policy allows 7 days: its rule fails, always by 100
     runs = {
         "default-demo": ["gate", _oci("demo")],
         "strict-images": ["gate", "-p", "strict", _oci("demo"), _oci("rocm")],
@@ -279,7 +293,7 @@ def _gate(ctx: Ctx, request: pytest.FixtureRequest) -> None:
     for name, args in runs.items():
         files = {fmt: ctx.tmp / f"{name}.{fmt}" for fmt in ("json", "sarif", "junit")}
         outs = [a for fmt, p in files.items() for a in ("-o", f"{fmt}={p.name}")]
-        rc = _check_run(ctx, *args, *outs, "-o", "table", name=f"{name}.table.txt")
+        rc = _check_run(ctx, *args, *outs, "-o", "table", name=f"{name}.table.txt", epoch=epoch)
         ctx.outputs[f"{name}.rc"] = f"{rc}\n"
         for fmt, p in files.items():
             ctx.keep(f"{name}.{fmt}", p)

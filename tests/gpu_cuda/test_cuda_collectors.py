@@ -111,6 +111,21 @@ def place(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
+def standin(tmp: Path) -> Path:
+    """An ELF file that is no release of anything: the CUDA 13 libcudart with its build-id
+    bytes reversed (the real bytes are in the fingerprint database, which would rightly
+    call every copy cudart 13.0.96, whatever its name)."""
+    need_cuda13()
+    data = (CUDA13 / "lib64" / "libcudart.so.13").read_bytes()
+    from gpusbom.binary.buildid import build_id_from_head
+
+    bid = bytes.fromhex(str(build_id_from_head(data[: 64 << 10])))
+    assert data.count(bid) == 1
+    out = tmp.parent / f"{tmp.name}-standin.so"  # outside the scanned tree
+    out.write_bytes(data.replace(bid, bid[::-1]))
+    return out
+
+
 def link(dst: Path, target: str) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(target, dst)
@@ -267,7 +282,11 @@ def test_toolkit_tree_with_image_env(tmp_path: Path) -> None:
         # the library's own cudaRuntimeGetVersion constant (CUDART_VERSION 13000)
         ("elf-symbol", f"{tk}/targets/x86_64-linux/lib/libcudart.so.13.0.96"),
         ("header", f"{tk}/targets/x86_64-linux/include/cuda_runtime_api.h"),
+        # the fingerprint database: these bytes are the wheel's libcudart.so.13 (#38)
+        ("fingerprint-sha256", f"{tk}/targets/x86_64-linux/lib/libcudart.so.13.0.96"),
     ]
+    assert cudart.properties["identification-method"] == "sha256"
+    assert cudart.properties["fingerprint-source"] == "pypi:nvidia-cuda-runtime==13.0.96"
     assert "= 13000" in (cudart.evidence[1].detail or "")
     assert "disagreement" not in cudart.properties
     [summary] = [s for s in summarize(comps) if s.stack == "cuda"]
@@ -338,8 +357,7 @@ def test_unversioned_links_and_stubs_are_not_versions(tmp_path: Path) -> None:
 
 
 def test_driver_libs_and_forward_compat(tmp_path: Path) -> None:
-    need_cuda13()
-    real = CUDA13 / "lib64" / "libcudart.so.13"  # stand-in content: detection reads names only
+    real = standin(tmp_path)  # stand-in content: detection reads names only
     compat = tmp_path / "usr/local/cuda-13.0/compat"
     place(real, compat / "libcuda.so.580.95.05")
     link(compat / "libcuda.so.1", "libcuda.so.580.95.05")
@@ -372,8 +390,7 @@ def test_driver_libs_and_forward_compat(tmp_path: Path) -> None:
 
 
 def test_container_toolkit_binaries(tmp_path: Path) -> None:
-    need_cuda13()
-    real = CUDA13 / "lib64" / "libcudart.so.13"  # stand-in content: detection reads names only
+    real = standin(tmp_path)  # stand-in content: detection reads names only
     place(real, tmp_path / "usr/bin/nvidia-ctk")
     place(real, tmp_path / "usr/bin/nvidia-container-cli")
     place(real, tmp_path / "usr/lib/x86_64-linux-gnu/libnvidia-container.so.1.17.8")

@@ -204,6 +204,7 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
     and the collectors use it."""
     from gpusbom.collect import run_collectors
     from gpusbom.collectors import _digests, _libs, cuda, dpkg, python, triton
+    from gpusbom.collectors.strategies import headers, packages
     from gpusbom.model import Target
 
     root = _tree(tmp_path / "root")
@@ -261,8 +262,8 @@ def test_workers_parse_package_files_the_collectors_way(tmp_path: Path,
         want = run_collectors(serial, Target(kind="host", reference="host:/"), classes)
         # the parallel view's collectors parse nothing themselves
         for mod, name in ((python, "parse_core_metadata"), (python, "parse_record"),
-                          (dpkg, "parse_dpkg_status"), (cuda, "parse_core_metadata"),
-                          (cuda, "header_versions"), (triton, "scan_bytes")):
+                          (dpkg, "parse_dpkg_status"), (packages, "parse_core_metadata"),
+                          (headers, "versions"), (triton, "scan_bytes")):
             monkeypatch.setattr(mod, name, lambda *a, **k: (_ for _ in ()).throw(
                 AssertionError("parsed again")))
         got = run_collectors(par, Target(kind="host", reference="host:/"), classes)

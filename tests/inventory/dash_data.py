@@ -94,3 +94,16 @@ def fill(url: str, h200: ScanResult, wheels: ScanResult) -> dict[str, Any]:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return {"hosts": ["vm", "h200-old-driver", "b300-node"]}
+
+
+def no_driver_link(h200: ScanResult) -> ScanResult:
+    """``h200-no-link``: the H200 host scan with its GPUs naming no kernel driver (a host
+    whose /sys/bus/pci/devices/*/driver links could not be read): the driver is known only
+    from the kernel module list and libcuda, as on the host's own page."""
+    r = ScanResult.from_dict(json.loads(json.dumps(h200.to_dict())))
+    for c in r.components:
+        if c.type.value == "device":
+            c.properties.pop("driver", None)
+    r.target.name = "h200-no-link"
+    r.target.reference = "host:h200-no-link"
+    return r

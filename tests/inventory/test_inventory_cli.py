@@ -132,18 +132,25 @@ def test_cli_end_to_end(db_url: str, fleet_files: list[Path], tmp_path: Path) ->
     assert back == want
 
 
-def test_cli_bad_input_stores_nothing(tmp_path: Path, fleet_files: list[Path]) -> None:
+def test_cli_bad_input_stops_there(tmp_path: Path, fleet_files: list[Path]) -> None:
+    """Files are stored as they are read (one scan in memory at a time): a bad file is one
+    error line (exit 3) and stores nothing of its own; the files before it stay stored."""
     db = f"sqlite:///{tmp_path / 'inv.db'}"
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "gpusbom/scan/1", "target": {"kind": "host"')  # truncated
-    p = gpusbom("inventory", "ingest", "--db", db, str(fleet_files[0]), str(bad))
+    p = gpusbom("inventory", "ingest", "--db", db, str(fleet_files[0]), str(bad),
+                str(fleet_files[1]))
     assert p.returncode == 3
-    assert len(p.stderr.strip().splitlines()) == 1 and "bad.json" in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 2 and "stored" in lines[0] and str(fleet_files[0]) in lines[0]
+    assert lines[1].startswith("gpusbom: error: ") and "bad.json" in lines[1]
+    with Store(db) as store:
+        assert len(store.scans()) == 1  # the first file; the bad one and those after: none
     p = gpusbom("inventory", "ingest", "--db", db, str(tmp_path / "missing.json"))
     assert p.returncode == 3 and p.stderr.strip() == \
         f"gpusbom: error: {tmp_path / 'missing.json'}: no such file"
     with Store(db) as store:
-        assert store.scans() == []
+        assert len(store.scans()) == 1
     p = gpusbom("inventory", "query", "cudnn", "--version", "<<9", "--db", db)
     assert p.returncode == 2 and "version range" in p.stderr
 

@@ -1,8 +1,11 @@
 """Faults during ingest: a writer killed mid-transaction, a PostgreSQL restart during a push.
 
 - SIGKILL: a process ingesting big scans in a loop is killed at random moments; the
-  database holds only whole scans (every scan has its document and all its components,
-  nothing orphaned) and takes the next ingest, on SQLite and PostgreSQL.
+  database holds only whole scans (every scan's component, finding and probe sets are
+  stored whole, its body blobs are there and join back to the scan's exact bytes, no set
+  row is orphaned) and takes the next ingest, on SQLite and PostgreSQL.
+- a blob store missing an object: export is one error line (exit 3), the index still
+  answers, ingesting the scan again puts the object back.
 - restart: ``scan --push`` while the server is down and then comes back is retried (one
   warning line per retry) and stores the scan; a server that stays down is one error line,
   exit 3, no traceback, no password.
@@ -15,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,7 +28,8 @@ from inv_scans import host_scan
 from sqlalchemy import func, select
 
 from fixtures import imagetools as it
-from gpusbom.inventory.schema import components, scan_documents, scans
+from gpusbom.inventory import normalize
+from gpusbom.inventory.schema import SET_TABLES, content_sets, scans
 from gpusbom.inventory.store import Store
 
 
@@ -48,14 +53,27 @@ def _ingest_forever(url: str, ready: multiprocessing.synchronize.Event) -> None:
 
 def _consistent(store: Store) -> int:
     with store.engine.connect() as conn:
-        ids = {r[0] for r in conn.execute(select(scans.c.id))}
-        docs = {r[0] for r in conn.execute(select(scan_documents.c.scan_id))}
-        per = dict(conn.execute(select(components.c.scan_id, func.count()).group_by(
-            components.c.scan_id)).all())
-    assert docs == ids, (docs ^ ids)
-    assert set(per) <= ids, set(per) - ids  # no orphaned components
-    for sid in ids:
-        assert per.get(sid, 0) == len(_big(0).components), (sid, per.get(sid))
+        rows = conn.execute(select(scans.c.id, scans.c.cset, scans.c.fset, scans.c.pset)).all()
+        sets = {i: (k, n) for i, k, n in conn.execute(
+            select(content_sets.c.id, content_sets.c.kind, content_sets.c.n))}
+        per: dict[str, dict[str, int]] = {}
+        for col, tables in SET_TABLES.items():
+            for t in tables:
+                per[t.name] = dict(conn.execute(select(t.c.set_id, func.count()).group_by(
+                    t.c.set_id)).all())
+    ids = {r.id for r in rows}
+    for r in rows:
+        assert r.cset in sets and r.fset in sets and r.pset in sets, r
+    for name, counts in per.items():
+        assert set(counts) <= set(sets), (name, set(counts) - set(sets))  # no orphans
+    for sid, (kind, n) in sets.items():
+        first = {"components": "components", "findings": "findings", "probes": "probes"}[kind]
+        assert per[first].get(sid, 0) == n, (sid, kind, n)
+    want = len(_big(0).components)
+    for r in rows:
+        assert sets[r.cset][1] == want
+    for sid in ids:  # every body is there and joins back to the scan's bytes
+        assert normalize.scan_id_of_bytes(store.document(sid)) == sid
     return len(ids)
 
 
@@ -79,6 +97,30 @@ def test_sigkill_mid_ingest_leaves_whole_scans(db_url: str) -> None:
         assert store.ingest(_big(9999))[1] is True  # still usable, nothing left locked
         assert _consistent(store) == before + 1
     assert total_kills == 4
+
+
+def test_missing_blob_is_one_error_and_nothing_is_lost(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'inv.db'}"
+    r = host_scan("blob-gone", cudnn="9.1.0")
+    with Store(db) as store:
+        sid, _ = store.ingest(r)
+    cset = normalize.split(r).cset
+    blob = tmp_path / "inv.blobs" / cset[:2] / cset[2:]
+    assert blob.is_file()
+    blob.unlink()
+    p = subprocess.run([sys.executable, "-m", "gpusbom", "inventory", "export", "blob-gone",
+                        "--db", db], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert cset in lines[0] and "missing" in lines[0], lines
+    with Store(db) as store:  # the index still answers
+        assert [q.subject for q in store.query("cudnn")] == ["blob-gone"] * len(
+            store.query("cudnn"))
+        assert store.subjects()[0].subject == "blob-gone"
+        assert store.ingest(r) == (sid, False)  # the scan is stored: the blob comes back
+        assert blob.is_file()
+        assert normalize.scan_id_of_bytes(store.document(sid)) == sid
 
 
 # --------------------------------------------------------------------------- restart
@@ -113,11 +155,24 @@ def test_push_survives_postgresql_restart(own_pg: PgServer, tmp_path: Path) -> N
          "--push", url, "-o", "json=/dev/null"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "GPUSBOM_PUSH_RETRY_SECONDS": "60"})
-    time.sleep(4)  # the push is retrying now
+    # restart the server only once the push has said it is retrying (a fixed sleep was
+    # shorter than the scan itself on a loaded 2-core CI machine: the server was back before
+    # the first try and nothing was retried)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+    deadline = time.monotonic() + 90
+    while not any("retrying" in ln for ln in lines) and time.monotonic() < deadline \
+            and proc.poll() is None:
+        time.sleep(0.1)
     log = own_pg.dir / "log"
     _pg_ctl(own_pg, "-l", str(log), "-o",
             f"-k {own_pg.sock} -h 127.0.0.1 -p {own_pg.port} -c fsync=off", "-w", "start")
-    out, err = proc.communicate(timeout=120)
+    out = proc.stdout.read() if proc.stdout else ""
+    proc.wait(timeout=120)
+    reader.join(timeout=30)
+    err = "".join(lines)
     assert proc.returncode == 0, err
     assert "retrying" in err and "Traceback" not in err
     assert own_pg.password not in out + err

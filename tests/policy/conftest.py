@@ -25,10 +25,40 @@ def _save(result: object, path: Path) -> Path:
     return path
 
 
+def _policy_epoch() -> str:
+    """The clock of every report and rule here: 30 days after the bundled database was built,
+    so the database-age rule sees the same age on every day the tests run (issue #30)."""
+    from gpusbom.advisories.db import load_active
+    from gpusbom.clock import parse_iso
+
+    built = parse_iso(str(load_active().built))
+    assert built is not None, "the bundled advisory database has no build date"
+    return str(int(built.timestamp()) + 30 * 86400)
+
+
+@pytest.fixture(autouse=True)
+def _policy_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # per test: another package's session fixture in the same worker may have set its own
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", _policy_epoch())
+
+
 @pytest.fixture(scope="session")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """name -> path: image archives (``*-image``), gpusbom JSON scans, SBOMs."""
-    os.environ.setdefault("SOURCE_DATE_EPOCH", "1767225600")
+    # the scans' clock, for the scans of this fixture only: left in the worker's environment
+    # it became every later test's clock there (scripts/image/build.py took it as the image's)
+    saved = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ.setdefault("SOURCE_DATE_EPOCH", _policy_epoch())
+    try:
+        return _inputs(tmp_path_factory)
+    finally:
+        if saved is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = saved
+
+
+def _inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from fixtures.build import ensure
     from gpusbom.advisories.db import load_active
     from gpusbom.host import scan_host

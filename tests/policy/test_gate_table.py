@@ -28,10 +28,11 @@ H200_HIGH = {
 
 # NVIDIA 5755 (CUDA Toolkit, fixed in 13.1): the host's CUDA 13.0 metapackage debs and
 # cudart-dev (through its release), each CVE >= 7.0 (CVE-2025-33231 is medium)
-TOOLKIT_13 = {("advisories", f"{p}", c)
-              for p in ("cuda-compiler-13-0 13.0.2-1", "cuda-cudart-dev-13-0 13.0.96-1",
-                        "cuda-libraries-13-0 13.0.2-1", "cuda-libraries-dev-13-0 13.0.2-1")
-              for c in ("CVE-2025-33228", "CVE-2025-33229", "CVE-2025-33230")}
+# NVIDIA-5755 on the host's CUDA 13.0 debs: one finding per CVE on the three metapackages
+# that own the same files (advisories/dedupe.py; the gate names the first), and not affected
+# where the host holds none of the tools the vendor names (CVE-2025-33229, cuda-cudart-dev)
+TOOLKIT_13 = {("advisories", "cuda-compiler-13-0 13.0.2-1", c)
+              for c in ("CVE-2025-33228", "CVE-2025-33230")}
 
 # Intel graphics-driver CVEs of at least medium severity whose records give the versions as
 # "See references" (no range: review): INTEL-SA-01259, -01385, -01132 (4 CVEs); the low

@@ -170,7 +170,8 @@ def _b64url(data: bytes) -> str:
 class TokenServer:
     """Issues RS256 registry tokens (JWT with an x5c header) for basic-auth'd or anonymous users."""
 
-    def __init__(self, d: Path) -> None:
+    def __init__(self, d: Path, user: str = USER, password: str = PASSWORD) -> None:
+        self.user, self.password = user, password  # NGC: "$oauthtoken" and the API key
         self.dir = d
         d.mkdir(parents=True, exist_ok=True)
         _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "token.key", "-out",
@@ -218,7 +219,7 @@ class TokenServer:
         auth = h.headers.get("Authorization", "")
         if auth.startswith("Basic "):
             u, _, p = base64.b64decode(auth[6:]).decode().partition(":")
-            if (u, p) != (USER, PASSWORD):
+            if (u, p) != (self.user, self.password):
                 self.requests.append({"user": u, "ok": False})
                 h.send_response(401)
                 h.send_header("Content-Type", "application/json")

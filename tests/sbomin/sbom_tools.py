@@ -8,11 +8,14 @@ that needs it, saying why.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +36,22 @@ def _run(cmd: list[str], *, timeout: int = 900, **kw: object) -> subprocess.Comp
                           **kw)  # type: ignore[call-overload]
 
 
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """One installer at a time per cached tool: two xdist workers installing the same venv
+    (one removing what the other half-installed) left lib4sbom without its modules."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _venv_tool(dirname: str, requirement: str, exe: str) -> Path:
+    with _locked(dirname):
+        return _venv_tool_unlocked(dirname, requirement, exe)
+
+
+def _venv_tool_unlocked(dirname: str, requirement: str, exe: str) -> Path:
     d = CACHE / dirname
     tool = d / "bin" / exe
     marker = d / ".installed"
@@ -75,6 +93,11 @@ def cdx_validate() -> Path:
 
 
 def cdxgen() -> Path:
+    with _locked(f"cdxgen-{CDXGEN}"):
+        return _cdxgen()
+
+
+def _cdxgen() -> Path:
     d = CACHE / f"cdxgen-{CDXGEN}"
     tool = d / "node_modules" / ".bin" / "cdxgen"
     if (d / ".installed").exists() and tool.exists():
@@ -91,6 +114,11 @@ def cdxgen() -> Path:
 
 
 def torch_wheel() -> Path:
+    with _locked("wheels"):
+        return _torch_wheel()
+
+
+def _torch_wheel() -> Path:
     d = CACHE / "wheels"
     whl = d / TORCH_WHEEL
     if not whl.exists():
@@ -113,6 +141,11 @@ def python_env(wheels: list[Path]) -> Path:
     SBOM tools drop the PyPI purl; an install from the index has none: it is removed.
     """
     key = hashlib.sha256("|".join(sorted(w.name for w in wheels)).encode()).hexdigest()[:12]
+    with _locked(f"env-{key}"):
+        return _python_env(wheels, key)
+
+
+def _python_env(wheels: list[Path], key: str) -> Path:
     d = CACHE / "envs" / key
     py = d / "bin" / "python"
     if (d / ".installed").exists():

@@ -93,3 +93,23 @@ def test_planned_chunk_reaches_rapidgzip(tmp_path: Path, monkeypatch: pytest.Mon
     cmd = next(a for a in seen if "rapidgzip" in " ".join(a))
     assert cmd[cmd.index("--chunk-size") + 1] == "1024"
     assert cmd[cmd.index("-P") + 1] == "2"
+
+
+def test_default_memory_grows_with_the_cores_and_keeps_the_largest_layers_threads() -> None:
+    """#37: with 1 GiB, 16 cores gave the largest layer of the 13 GB image fewer inflate
+    threads than 8 cores did. Unset, the budget is 128 MiB per core above 8 cores (16: 2 GiB,
+    at most 4 GiB); and a budget that cuts threads cuts the smaller layers' first."""
+    from gpusbom.sources.schedule import default_max_memory, schedule_layers
+
+    assert default_max_memory(2) == default_max_memory(8) == 1 << 30
+    assert default_max_memory(16) == 2 << 30
+    assert default_max_memory(64) == 4 << 30
+    gz = [1_730, 700, 560, 450, 360, 290, 230, 180, 150, 120, 90, 80, 60, 1]  # MB, largest first
+    sizes = [s * 1_000_000 for s in gz]
+    eight = schedule_layers(sizes, cpus=8, max_memory=default_max_memory(8))
+    sixteen = schedule_layers(sizes, cpus=16, max_memory=default_max_memory(16))
+    assert sixteen.processes > eight.processes
+    assert sixteen.threads[0] >= eight.threads[0]
+    assert sixteen.memory_mib() <= default_max_memory(16) >> 20
+    tight = schedule_layers(sizes, cpus=16, max_memory=1200 << 20)
+    assert tight.threads[0] == max(tight.threads)

@@ -170,7 +170,9 @@ def _content3(doc: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
             (lic,) = r["to"]
             declared[r["from"]] = (by_id[lic]["simplelicensing_licenseExpression"], r["comment"])
     out = {}
-    for p in _graph(doc, "software_Package"):
+    # 2.3 has no file-level package: a device-code file is a package of purpose FILE
+    # there and a software_File here
+    for p in [*_graph(doc, "software_Package"), *_graph(doc, "software_File")]:
         sid = p["spdxId"].split("#", 1)[1]
         refs = {(_ID_TYPES[i["externalIdentifierType"]], i["identifier"])
                 for i in p.get("externalIdentifier", [])}

@@ -158,3 +158,30 @@ def test_spdx_ids_are_unique_for_colliding_refs() -> None:
     ids = [p.spdx_id for p in doc.packages]
     assert len(ids) == len(set(ids))
     assert validate_full_spdx_document(doc) == []
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_indexed_validation_gives_the_librarys_messages(make: str) -> None:
+    """writers._spdx_validate checks in linear time what validate_full_spdx_document checks
+    (quadratic): the same messages, valid documents and broken ones alike."""
+    from spdx_tools.spdx.model import Relationship
+
+    from gpusbom.writers import _spdx_impl
+    from gpusbom.writers._spdx_validate import validate_document
+
+    def both(doc: Document) -> tuple[list[str], list[str]]:
+        return ([m.validation_message for m in validate_document(doc)],
+                [m.validation_message for m in validate_full_spdx_document(doc)])
+
+    doc = _spdx_impl.build_document(getattr(helpers, make)())
+    ours, lib = both(doc)
+    assert ours == lib == []
+    # a relationship to an id that is not there, a duplicate id, no DESCRIBES
+    doc.relationships.append(Relationship(doc.packages[0].spdx_id, RelationshipType.DEPENDS_ON,
+                                          "SPDXRef-nowhere"))
+    doc.packages.append(doc.packages[-1])
+    ours, lib = both(doc)
+    assert ours == lib and any("SPDXRef-nowhere" in m for m in ours) and any("unique" in m for m in ours)
+    doc.relationships = [r for r in doc.relationships if r.relationship_type != RelationshipType.DESCRIBES]
+    ours, lib = both(doc)
+    assert ours == lib and any("DESCRIBES" in m for m in ours)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 
+from .. import settings
+from ..clock import wall
 from .db import age_days, cache_dir, load_active
 
 __all__ = ["AUTO_UPDATE_DAYS", "RETRY_HOURS", "auto_update"]
@@ -25,31 +26,31 @@ __all__ = ["AUTO_UPDATE_DAYS", "RETRY_HOURS", "auto_update"]
 AUTO_UPDATE_DAYS = 5.0  # grype's default maximum database age
 RETRY_HOURS = 2.0  # grype's default db.max-update-check-frequency
 
-#: in ``cache_dir()``: the last automatic update failed (its mtime: when; its text: why)
+#: in ``cache_dir()``: the last automatic update failed (first line: when, in clock.wall()
+#: seconds; then why)
 FAILED_MARK = "auto-update-failed"
-
-
-def _float_env(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
 
 
 def _failed_recently(hours: float) -> bool:
     """Whether an automatic update failed less than ``hours`` ago (a mark dated in the
     future, from a clock set back, does not count: it would stop updates for good)."""
+    mark = cache_dir() / FAILED_MARK
     try:
-        when = (cache_dir() / FAILED_MARK).stat().st_mtime
+        with open(mark, "rb") as f:
+            first = f.read(64).split(b"\n", 1)[0]
+        try:  # the time the mark was written, by gpusbom's clock (not the file system's)
+            when = float(first.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            when = mark.stat().st_mtime  # a mark of an older gpusbom: its mtime
     except OSError:
         return False
-    return 0 <= time.time() - when < hours * 3600
+    return 0 <= wall() - when < hours * 3600
 
 
 def _mark_failed(why: str) -> None:
     try:
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        (cache_dir() / FAILED_MARK).write_text(why + "\n", encoding="utf-8")
+        os.makedirs(cache_dir(), mode=0o700, exist_ok=True)
+        (cache_dir() / FAILED_MARK).write_text(f"{wall()}\n{why}\n", encoding="utf-8")
     except OSError:  # a read-only cache: every scan tries again, as before
         pass
 
@@ -58,14 +59,14 @@ def auto_update(*, quiet: bool = False) -> bool:
     """Update a stale database first, saying so in one stderr line (not with ``quiet``); a
     failure is one line too (always: the scan uses older data than asked for) and the scan
     goes on. True when a new database was installed."""
-    if os.environ.get("GPUSBOM_DB_AUTO_UPDATE", "1").strip().lower() in ("0", "false", "no", "off"):
+    if not settings.get("db_auto_update"):
         return False
-    limit = _float_env("GPUSBOM_DB_AUTO_UPDATE_DAYS", AUTO_UPDATE_DAYS)
+    limit = float(settings.get("db_auto_update_days"))
     db = load_active()
     age = age_days(db)
     if age is not None and age <= limit:
         return False
-    retry = _float_env("GPUSBOM_DB_AUTO_UPDATE_RETRY_HOURS", RETRY_HOURS)
+    retry = float(settings.get("db_auto_update_retry_hours"))
     if _failed_recently(retry):
         return False
     if not quiet:

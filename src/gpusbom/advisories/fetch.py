@@ -2,7 +2,7 @@
 with a size limit and a length check, files checked against their published ``.sha256``
 (NVIDIA's bulletins, with their CRLF-hash exception), and JSON read from the bytes. Every
 failure is an ``UpdateError`` (an ``InputError``: exit 3) naming the URL. Used by
-``update.py`` and ``update_cve5.py``.
+``update.py`` and the feeds (``feeds/``).
 """
 
 from __future__ import annotations
@@ -157,3 +157,13 @@ def _json(data: bytes, url: str) -> Any:
         return loads_json(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UpdateError(f"{url}: invalid data: not JSON ({_short(exc)})") from None
+
+
+# the names the feeds (``advisories/feeds/``, a package of their own) use: public, so no
+# module imports another package's private names
+Fetcher = _Fetcher
+TransportError = _TransportError
+short = _short
+verified = _verified
+verified_bulletin = _verified_bulletin
+parse_json = _json

@@ -39,8 +39,10 @@ from ..model import (
     Product,
     own_product_version,
 )
+from .cuda_parts import absent_justification, judge_part_package, part_package
 from .cuda_releases import release_of
 from .db import Advisory, AdvisoryDB, Affected, Vulnerability, selectors
+from .dedupe import merge_same_file
 from .verdicts import RULES, Verdict, _Ctx, _judge, _judge_release, _Split, _split, line_of
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ __all__ = ["RULES", "SEVERITY_ORDER", "Verdict", "line_of", "match", "severity_o
 
 SEVERITY_ORDER = ("critical", "high", "medium", "low", "none", "unknown")
 _METADATA_METHODS = {"env", "label"}
+_TOOLKIT_KEY = ("catalog", "*", "cuda-toolkit")
 
 
 def severity_of(score: float | None) -> str:
@@ -195,6 +198,9 @@ def _catalog_identities(
                    catalog.product_version(row, c.ecosystem, c.version)
                    or own_product_version(c))
         out.append((("catalog", "*", row.id), version, True))
+        if row.part_of == "cuda-toolkit" and "part" in row.extra and "cuda-toolkit" not in covered:
+            # a per-part package (cuda-cuobjdump-12-8): judged as that part of the toolkit
+            out.append((("catalog", "*", "cuda-toolkit"), version, True))
     return out
 
 
@@ -247,11 +253,6 @@ def _bulletin_branches(adv: Advisory) -> frozenset[int]:
                      and a.variant is None and a.platform in (None, "linux"))
 
 
-#: CUDA Toolkit executables a bulletin may name (``Vulnerability.parts``)
-_TOOLKIT_TOOLS = frozenset({"cuobjdump", "nvdisasm", "nvcc", "ptxas", "cu++filt", "nvprune",
-                            "nvlink", "fatbinary", "nvvp", "nsight-systems",
-                            "nsight-compute"})
-
 _KERNEL_FILES = re.compile(r"(?:^|/)lib/modules/|\.ko(?:\.xz|\.zst|\.gz)?$|\.run$")
 
 
@@ -275,6 +276,11 @@ def _auto_vex(
             f"this image holds only the user-space library {where} and no kernel module "
             f"(the kernel module is the host's) [raw: {v.status}, {v.reason}]",
             "kernel-mode-on-image")
+    absent = (absent_justification(vuln, c) if target == "cuda-toolkit"
+              and target_kind in ("image", "host", "directory") else None)
+    if absent is not None:
+        return Verdict("not-affected", v.fixed, f"{absent} [raw: {v.status}, {v.reason}]",
+                       "cuda-part-absent")
     checked = c.properties.get("bin-tools-checked")
     if (target == "cuda-toolkit" and vuln.parts and checked is not None
             and target_kind in ("image", "host", "directory")):
@@ -333,6 +339,7 @@ def _match(
     def decide(c: Component, key: tuple[str, str, str], version: str | None, adv: Advisory,
                vuln: Vulnerability, target: str) -> tuple[Any, ...] | None:
         via_release = None
+        pp = part_package(c) if target == "cuda-toolkit" and key[0] == "catalog" else None
         if target == "cuda-toolkit" and key[0] == "stack" and key[2] != "cuda-toolkit":
             if key[2] == "*" or c.properties.get("location", "?") in toolkit_at:
                 return None
@@ -365,14 +372,15 @@ def _match(
         if ctx is None:
             ctx = branches[adv.id] = _Ctx(_bulletin_branches(adv), line)
         vkey = (id(vuln), target, version, props, cdist, windows_only)
-        if via_release is not None:
+        if pp is not None:
+            verdict = judge_part_package(entries, c, pp, vuln)
+        elif via_release is not None:
             verdict = _judge_release(entries, c, via_release)
-            tools = set(vuln.parts) & _TOOLKIT_TOOLS
-            if verdict is not None and tools and tools == set(vuln.parts) \
-                    and key[2] not in tools:
-                # the vendor places the CVE in a toolkit executable; this component is a
-                # library of the toolkit (cudart, cuBLAS...), which does not contain it
-                names = ", ".join(sorted(tools))
+            parts = set(vuln.parts)
+            if verdict is not None and parts and key[2] not in parts:
+                # the vendor places the CVE in another tool or library of the toolkit; this
+                # component is a library of the toolkit (cudart, cuBLAS...), not that one
+                names = ", ".join(sorted(parts))
                 return ("not-affected", None, verdict.reason, "cuda-part-absent",
                         f"component_not_present: the vendor places {vuln.id} in {names}; "
                         f"this component is {key[2]} of the toolkit, not {names} (gpusbom "
@@ -461,7 +469,9 @@ def _match(
             # twenty driver libraries of one version are judged once)
             mkey = (key, version, c.properties.get("container-release"), _distro(c),
                     c.properties.get("location", "?") in toolkit_at, meta_only,
-                    c.product_name or c.name if key[0] == "stack" else None)
+                    c.product_name or c.name if key[0] == "stack" else
+                    c.name if key == _TOOLKIT_KEY else None,
+                    c.properties.get("parts-found") if key[0] != "pkg" else None)
             decided = memo.get(mkey)
             if decided is None:
                 decided = memo[mkey] = [
@@ -500,7 +510,7 @@ def _match(
         # or () for a component without a bom-ref, which sorts first as "" would
         group.sort(key=_COMPONENTS)
         out.extend(group)
-    return out
+    return merge_same_file(out)
 
 
 _COMPONENTS = attrgetter("components")

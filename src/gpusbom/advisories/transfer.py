@@ -68,7 +68,7 @@ def import_bundle(path: str, sha256: str | None = None) -> tuple[Path, int]:
         raise InputError(f"{path}: not a valid advisory bundle: {exc}; nothing imported") from None
     dest = user_db_path()
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(dest.parent, mode=0o700, exist_ok=True)
         with tempfile.NamedTemporaryFile("wb", dir=dest.parent, prefix=".import-",
                                          delete=False) as tmp:
             tmp.write(data)
@@ -102,6 +102,11 @@ def status_lines() -> list[str]:
         extra = ", ".join(f"{k} {f[k]}" for k in ("records", "documents", "built") if k in f)
         lines.append(f"source: {f.get('name')}: {f.get('url') or 'bundled'}"
                      + (f" ({extra})" if extra else ""))
+    from .phrase_counts import count_phrases
+
+    pc = count_phrases(a.raw for a in db)
+    lines.append(f"vendor version phrases: {pc.ranges} became ranges, {pc.review} make review, "
+                 f"{pc.neither_total} make neither")
     lines.append(f"known exploited (CISA KEV): {len(db.kev)} CVEs" if db.kev else
                  "known exploited (CISA KEV): not fetched (advisories update fetches it)")
     lines.append(f"descriptions: {len(db.descriptions)}" if db.descriptions else

@@ -167,6 +167,24 @@ def _judge(
         for r in results:
             if r.status == want:
                 return r
+    return _vague_rest(vague, version)
+
+
+def _vague_rest(vague: list[Affected], version: str | None) -> Verdict | None:
+    """No silent outcome: where the understood ranges clear the version but the vendor
+    also wrote a phrase the importer did not understand (an entry with ``no_range``) for
+    the same product, the finding is ``review`` naming that phrase."""
+    branch = None
+    if version:
+        try:
+            branch = str(parse("nvidia-driver", version)[0])
+        except InvalidVersion:
+            branch = None
+    for e in vague:
+        if e.variant is None and (e.branch is None or e.branch == branch):
+            return Verdict("review", None, (e.no_range or "no machine-readable range")
+                           + "; the vendor's other phrases do not cover this version",
+                           "no-range")
     return None
 
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMES",
     "InvalidVersion",
+    "build_of",
     "Range",
     "compare",
     "driver_branch",
@@ -127,8 +128,11 @@ def _rpm(v: str) -> Any:
 
 
 def _pep440(v: str) -> PepVersion:
+    s = v.strip()
+    if "~" in s:  # a vendor's Debian-style release candidate: 1.3.0~rc.1 is 1.3.0rc1
+        s = s.replace("~", "", 1)
     try:
-        return PepVersion(v.strip())
+        return PepVersion(s)
     except _PepInvalid:
         raise InvalidVersion(f"not a PEP 440 version: {v!r}") from None
 
@@ -161,9 +165,15 @@ def driver_branch(v: str) -> str | None:
 _SEMVER_RX = re.compile(
     r"^[vV]?(\d+(?:\.\d+)*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
 )
+# vendor spellings of a pre-release: 1.3.0rc14, 1.3.0~rc.1, 1.3.0.rc1, 1.3.0 rc14
+_VENDOR_PRE = re.compile(r"^([vV]?\d+(?:\.\d+)*)(?:\s+|[~.])?(rc|alpha|beta|a|b|pre|dev)"
+                         r"\.?(\d+)$", re.I)
 
 
 def _semver(v: str) -> tuple[Any, ...]:
+    vp = _VENDOR_PRE.match(v.strip())
+    if vp:  # as semver writes it: 1.3.0-rc.14
+        v = f"{vp.group(1)}-{vp.group(2).lower()}.{vp.group(3)}"
     m = _SEMVER_RX.match(v.strip())
     if not m:
         raise InvalidVersion(f"not a semver-like version: {v!r}")
@@ -176,7 +186,12 @@ def _semver(v: str) -> tuple[Any, ...]:
     else:
         ids: list[tuple[int, Any]] = []
         for ident in pre.split("."):
-            # numeric identifiers sort before alphanumeric ones (semver 2.0.0 §11)
+            # numeric identifiers sort before alphanumeric ones (semver 2.0.0 §11); a
+            # vendor's "rc14" is "rc.14" (so rc14 sorts after rc2, as the vendor means)
+            sp = re.fullmatch(r"([A-Za-z]+)(\d+)", ident)
+            if sp:
+                ids += [(1, sp.group(1).lower()), (0, int(sp.group(2)))]
+                continue
             ids.append((0, int(ident)) if ident.isdigit() else (1, ident))
         pre_key = (0, tuple(ids))
     return (tuple(core), pre_key)
@@ -227,7 +242,33 @@ class Range:
             return False
         if self.fixed is not None and not k < parse(self.scheme, self.fixed):
             return False
-        return not (self.last_affected is not None and parse(self.scheme, self.last_affected) < k)
+        if self.last_affected is not None and parse(self.scheme, self.last_affected) < k:
+            return build_of(self.scheme, version, self.last_affected)
+        return True
+
+
+_RELEASE_RX = re.compile(r"^(?:\d+:)?[vV]?(\d+(?:\.\d+)*)")
+
+
+def _release_parts(scheme: str, v: str) -> tuple[int, ...]:
+    if scheme == "pep440":
+        try:
+            return tuple(_pep440(v).release)
+        except InvalidVersion:
+            return ()
+    m = _RELEASE_RX.match(v.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def build_of(scheme: str, version: str, release: str) -> bool:
+    """Whether ``version`` is a build of the release-form ``release``: ``release`` has at
+    least three numeric parts and ``version``'s numeric parts begin with them and go on
+    (TensorRT build ``10.16.1.11`` of release ``10.16.1``). An inclusive bound written in
+    release form (``<= v10.16.1``) holds that release's builds; a bound of fewer parts
+    (``<= 12.6``) does not reach later patch releases (``12.6.1``)."""
+    r = _release_parts(scheme, release)
+    v = _release_parts(scheme, version)
+    return len(r) >= 3 and len(v) > len(r) and v[: len(r)] == r
 
 
 # ------------------------------------------------------------------ comparison clauses

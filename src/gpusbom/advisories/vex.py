@@ -43,7 +43,7 @@ from ..identity import target_identity
 from ..model import Component, Finding, ScanResult
 from ..safetext import loads_json
 
-__all__ = ["VexStatement", "apply_vex", "cyclonedx_justification", "read_vex"]
+__all__ = ["VexStatement", "apply_vex", "cyclonedx_justification", "parse_vex", "read_vex"]
 
 OPENVEX_STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
 OPENVEX_JUSTIFICATIONS = (
@@ -79,6 +79,9 @@ class VexStatement:
     justification: str | None
     detail: str | None
     source: str  # the file
+    #: where a statement not read from a ``--vex`` file came from (the vendor's registry
+    #: attachment: ``vendor VEX: registry attachment sha256:...``); None: ``source``
+    origin: str | None = None
 
     @property
     def suppresses(self) -> bool:
@@ -88,13 +91,15 @@ class VexStatement:
         """What ``AdvisoryMatch.justification`` keeps: ``TOKEN: detail (file)``."""
         token = self.justification or (self.status if self.status != "not_affected" else None)
         body = ": ".join(x for x in (token, self.detail) if x) or "not affected"
+        if self.origin:
+            return f"{body} ({self.origin})"
         return f"{body} (VEX {Path(self.source).name})"
 
 
 def cyclonedx_justification(text: str) -> tuple[str | None, str]:
     """``AdvisoryMatch.justification`` -> (CycloneDX justification or None, detail)."""
     token = text.partition(": ")[0]
-    token = token.split(" (VEX ", 1)[0].strip()
+    token = token.split(" (VEX ", 1)[0].split(" (vendor VEX", 1)[0].strip()
     if token in CDX_JUSTIFICATIONS:
         return token, text
     if token in _OPENVEX_TO_CDX:
@@ -121,18 +126,28 @@ def read_vex(path: str) -> list[VexStatement]:
         raise InputError(f"{path}: VEX file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read VEX file: {exc}") from None
+    return parse_vex(text, path)
+
+
+def parse_vex(text: str | bytes, path: str, origin: str | None = None) -> list[VexStatement]:
+    """The statements of one CycloneDX VEX or OpenVEX JSON document named ``path`` (in
+    messages); ``origin`` is kept on every statement (see ``VexStatement.origin``)."""
     try:
         doc = loads_json(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: VEX file is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise _bad(path, "the top level is not an object")
     context = doc.get("@context")
     if (isinstance(context, str) and "openvex" in context) or "statements" in doc:
-        return _openvex(doc, path)
-    if doc.get("bomFormat") == "CycloneDX" or "vulnerabilities" in doc:
-        return _cyclonedx(doc, path)
-    raise _bad(path, "neither CycloneDX (bomFormat/vulnerabilities) nor OpenVEX (statements)")
+        out = _openvex(doc, path)
+    elif doc.get("bomFormat") == "CycloneDX" or "vulnerabilities" in doc:
+        out = _cyclonedx(doc, path)
+    else:
+        raise _bad(path, "neither CycloneDX (bomFormat/vulnerabilities) nor OpenVEX (statements)")
+    if origin:
+        out = [dataclasses.replace(st, origin=origin) for st in out]
+    return out
 
 
 def _cyclonedx(doc: dict[str, Any], path: str) -> list[VexStatement]:
@@ -352,16 +367,22 @@ def _finding_names(f: Finding) -> set[str]:
     return {x.upper() for x in (f.id, a.vulnerability, a.advisory, *a.aliases)}
 
 
-def apply_vex(result: ScanResult, paths: Sequence[str]) -> None:
+def apply_vex(result: ScanResult, paths: Sequence[str],
+              vendor: Sequence[VexStatement] = (), also_target: Iterable[str] = ()) -> None:
     """Mark advisory findings that a VEX statement says do not affect their component as
-    ``not-affected`` (in place), keeping the statement's justification."""
-    statements: list[VexStatement] = []
+    ``not-affected`` (in place), keeping the statement's justification. ``vendor``: statements
+    read from the image's registry attachments; they are read first, so a ``--vex`` file's
+    statement about the same finding decides over the vendor's. ``also_target``: more
+    digests that name the scanned image (its multi-platform index)."""
+    statements: list[VexStatement] = list(vendor)
     for p in paths:
         statements.extend(read_vex(p))  # every file is read before anything changes
     if not statements:
         return
     comps = {c.bom_ref: c for c in result.components}
     target_ids = _target_ids(result)
+    for d in also_target:
+        target_ids.update((d, d.split(":", 1)[-1]))
     out: list[Finding] = []
     for f in result.findings:
         if f.kind != "advisory" or f.advisory is None:

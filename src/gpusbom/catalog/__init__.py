@@ -34,6 +34,10 @@ The table is ``products.yaml`` beside this module (package data). One row per pr
       stack_name: CUDA            # display name of ``stack`` (stack summary)
       display: cuDNN              # short display name of the ``collector`` products
 
+How a stack collector finds the product (its library files, headers and version macros,
+version-file keys, env names, wheels and conda records) is in more row fields, read by
+:mod:`.detection` (the fields are listed there) and :mod:`.names`.
+
 Display names of the stacks and collector products that no row names are in
 ``display.yaml`` beside this module (the stack summary reads both through
 ``stack_display`` / ``product_display``).
@@ -66,10 +70,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from .. import settings
 from .._pep503 import canonicalize_name
 from .._resources import read_text
 from ..errors import ConfigError, GpusbomError
@@ -95,8 +100,10 @@ __all__ = [
     "stack_display",
 ]
 
+T = TypeVar("T")
+
 #: extra catalog files (``os.pathsep``-separated), appended to the shipped rows
-ENV_EXTRA = "GPUSBOM_CATALOG"
+ENV_EXTRA = settings.env_name("catalog")
 
 #: row keys that list package names, by gpusbom ecosystem (``Component.ecosystem``)
 PACKAGE_KEYS = ("deb", "rpm", "pypi", "conda", "golang", "generic")
@@ -153,6 +160,16 @@ class Product:
         first named ``collector`` product, else the row id."""
         named = [c.rpartition("/")[2] for c in self.collector if c != "*"]
         return named[0] if named else self.id
+
+    @property
+    def found_as(self) -> tuple[str, str]:
+        """(collector stack, product) the row's files are found as: its ``found_as``
+        (``cuda/tensorrt``), else its own stack and ``product_id``."""
+        where = self.extra.get("found_as")
+        if not isinstance(where, str) or not where:
+            return self.stack, self.product_id
+        stack, _, product = where.partition("/")
+        return stack, product or self.product_id
 
     def matches(self, ecosystem: str, name: str) -> bool:
         n = normalise_name(ecosystem, name)
@@ -242,8 +259,26 @@ def _yaml(text: str, cache: bool = False) -> Any:
     return yaml.load(text, Loader=safe)  # noqa: S506 - a safe loader (libyaml's when present)
 
 
+def shipped_table(text: str, build: Callable[[Any], T]) -> T:
+    """``build(data)`` for a table shipped with gpusbom, its YAML parse from the user cache
+    (``_tables``); a cached parse that ``build`` refuses (damaged or planted: the same checks
+    as the table's own) is dropped and the text parsed again."""
+    from .._tables import cached_parse, drop
+
+    try:
+        return build(cached_parse(text, _yaml))
+    except (CatalogError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+        drop(text)
+        return build(cached_parse(text, _yaml))  # parsed afresh, and stored again
+
+
 def _rows(text: str, eager: bool = True) -> list[Product]:
-    data = _yaml(text, cache=not eager)
+    if not eager:
+        return shipped_table(text, lambda data: _rows_of(data, eager))
+    return _rows_of(_yaml(text), eager)
+
+
+def _rows_of(data: Any, eager: bool) -> list[Product]:
     if not isinstance(data, list):
         raise CatalogError("catalog: top level must be a list of rows")
     return [_row(r, i, eager) for i, r in enumerate(data, 1)]
@@ -276,7 +311,7 @@ def _yaml_error() -> type[Exception]:
 
 def _extra_rows() -> list[Product]:
     out: list[Product] = []
-    for name in (os.environ.get(ENV_EXTRA) or "").split(os.pathsep):
+    for name in settings.raw("catalog").split(os.pathsep):
         if not name.strip():
             continue
         try:
@@ -298,14 +333,13 @@ def _shipped_rows(text: str) -> tuple[Product, ...]:
 
 @functools.lru_cache(maxsize=1)
 def products() -> tuple[Product, ...]:
-    """Every row of the shipped table, in file order (built once per content and code:
-    ``_tables``), then the rows of the ``$GPUSBOM_CATALOG`` files."""
-    from .._tables import cached_parse
-
+    """Every row of the shipped table, in file order (its YAML parsed once per content:
+    ``_tables``; the rows built and checked from that data in every process), then the rows
+    of the ``$GPUSBOM_CATALOG`` files."""
     text = read_text(__name__, "products.yaml")
     extra = _extra_rows()
     try:
-        return _check(tuple(cached_parse(text, _shipped_rows, code=True)) + tuple(extra))
+        return _check(_shipped_rows(text) + tuple(extra))
     except CatalogError as exc:
         if not extra:
             raise
@@ -314,10 +348,12 @@ def products() -> tuple[Product, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _display() -> dict[str, dict[str, str]]:
-    text = read_text(__name__, "display.yaml")
-    data = _yaml(text, cache=True)
-    if not isinstance(data, dict):
-        raise CatalogError("display.yaml: top level must be a mapping")
+    return shipped_table(read_text(__name__, "display.yaml"), _display_of)
+
+
+def _display_of(data: Any) -> dict[str, dict[str, str]]:
+    if not isinstance(data, dict) or set(data) - {"stacks", "products"}:
+        raise CatalogError("display.yaml: top level must be a mapping of stacks, products")
     out: dict[str, dict[str, str]] = {"stacks": {}, "products": {}}
     for key in out:
         part = data.get(key) or {}
@@ -328,9 +364,13 @@ def _display() -> dict[str, dict[str, str]]:
     for r in products():  # a row's own names complete the table (a new product is one row)
         if r.stack_name:
             out["stacks"].setdefault(r.stack, r.stack_name)
+        if not r.display:
+            continue
         for c in r.collector:
-            if r.display and c != "*":
+            if c != "*":
                 out["products"].setdefault(c.rpartition("/")[2], r.display)
+        if r.extra.get("found_as"):  # the product a stack collector finds it as
+            out["products"].setdefault(r.found_as[1], r.display)
     return out
 
 

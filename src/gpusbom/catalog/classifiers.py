@@ -59,6 +59,12 @@ class Row:
     #: larger files: keep only their first ``head`` bytes and their section header table
     #: (a sparse capture; the getter must lie in the head), 0: no sparse capture
     head: int = 0
+    #: symbol rows of framework libraries (``head: fatbin`` in the YAML): keep a file's bytes
+    #: up to its first CUDA fatbin header (its code and data: a statically linked library's
+    #: getter lies in ``.text``, before ``.nv_fatbin``; at most ``head`` bytes) and from its
+    #: section header table to its end (auditwheel/patchelf move ``.dynstr`` there); the
+    #: device code between is not kept
+    head_until_fatbin: bool = False
     #: rodata rows: stop searching at the first CUDA fatbin (strings of a statically linked
     #: library lie in ``.rodata``, before ``.nv_fatbin``, the bulk of a framework library)
     before_fatbin: bool = False
@@ -78,8 +84,18 @@ def _mmp(value: int, m: int, n: int) -> tuple[int, int, int]:
 #: rule name -> (raw value -> version, or None when the value is implausible)
 RULES: dict[str, str] = {
     "verbatim": "the regex group as is",
-    "code-10000": "major*10000 + minor*100 + patch (NCCL >= 2.9, cuDNN 9, cuBLASLt)",
+    "underscored": "the regex group with '_' for '.' (cudnn_version_7_6_5_32 -> 7.6.5.32)",
+    "code-10000": "major*10000 + minor*100 + patch (NCCL >= 2.9, cuDNN 9)",
     "code-1000": "major*1000 + minor*100 + patch (cuDNN 7/8)",
+    "cublas-code": "CUBLAS_VERSION: major*10000 + minor*100 + patch when >= 100000 (cuBLAS "
+                   "11.11 on: 111103, 120903); major*1000 + minor*100 + patch below (cuBLAS "
+                   "10.2.1: 10201; an 11.x minor may pass 9: 11000 + minor*100 + patch)",
+    "nccl-code": "NCCL_VERSION_CODE: major*10000 + minor*100 + patch from NCCL 2.9 "
+                 "(21903); major*1000 + minor*100 + patch before (2.4.8: 2408)",
+    "cudnn-code": "CUDNN_VERSION: major*10000 + minor*100 + patch from cuDNN 9 (92400); "
+                  "major*1000 + minor*100 + patch for cuDNN 7/8 (7605)",
+    "lib-code": "major*1000 + minor*100 + patch (CUFFT_VERSION, CURAND_VERSION, "
+                "CUSPARSE_VERSION: cuFFT 10.1.2 = 10102, cuSPARSE 12.5.10 = 12510)",
     "cuda-code": "major*1000 + minor*10 (CUDART_VERSION: major.minor only)",
     "hip-code": "major*10000000 + minor*100000 + patch (HIP_VERSION)",
     "presence": "no version: the product is present",
@@ -90,9 +106,26 @@ def apply_rule(rule: str, raw: str | int) -> str | None:
     """The version a raw value means under ``rule``; None when implausible for it."""
     if rule == "verbatim":
         return str(raw) or None
+    if rule == "underscored":
+        return str(raw).replace("_", ".") or None
     if rule == "presence":
         return None
     v = int(raw)
+    if rule == "cublas-code":
+        if v >= 100000:
+            return apply_rule("code-10000", v)
+        if v >= 11000:  # cuBLAS 11 before the x10000 code: its minor reached 10
+            minor, patch = divmod(v - 11000, 100)
+            return _code(11, minor, patch) if minor <= 20 else None
+        major, minor, patch = _mmp(v, 1000, 100)
+        return _code(major, minor, patch) if 9 <= major <= 10 and minor <= 9 else None
+    if rule == "nccl-code":
+        return apply_rule("code-10000" if v >= 10000 else "lib-code", v) if v >= 2000 else None
+    if rule == "cudnn-code":
+        return apply_rule("code-10000" if v >= 10000 else "code-1000", v)
+    if rule == "lib-code":
+        major, minor, patch = _mmp(v, 1000, 100)
+        return _code(major, minor, patch) if 2 <= major <= 99 and minor <= 9 else None
     if rule == "code-10000":
         major, minor, patch = _mmp(v, 10000, 100)
         return _code(major, minor, patch) if 1 <= major <= 99 else None
@@ -131,7 +164,9 @@ def _row(d: dict[str, Any], products: set[str]) -> Row:
         confidence=d["confidence"], source=source, elf=d.get("elf", "any"),
         anchor=_bytes(d.get("anchor", "")), pattern=_bytes(d.get("pattern", "")),
         symbol=str(d.get("symbol", "")), getter=d.get("getter", "return"),
-        capture=int(d.get("capture", 0)), head=int(d.get("head", 0)),
+        capture=int(d.get("capture", 0)),
+        head=int(d.get("head_bytes", 0) if d.get("head") == "fatbin" else d.get("head", 0)),
+        head_until_fatbin=d.get("head") == "fatbin",
         before_fatbin=bool(d.get("before_fatbin", False)),
         tables=tuple(d.get("tables") or (".dynsym", ".symtab")), note=str(d.get("note", "")),
     )  # fmt: skip
@@ -147,16 +182,20 @@ def _row(d: dict[str, Any], products: set[str]) -> Row:
 @functools.lru_cache(maxsize=1)
 def load_rows() -> tuple[Row, ...]:
     """Every row of ``classifiers.yaml``, in file order (validated; cached)."""
-    from . import _yaml, products
+    from . import products, shipped_table
 
-    text = read_text(__package__, "classifiers.yaml")
-    # libyaml's safe loader (the catalog's own): the same rows, 40x faster than pure Python
-    data = _yaml(text, cache=True) or []
     ids = {p.id for p in products()}
-    rows = tuple(_row(d, ids) for d in data)
-    if len({r.id for r in rows}) != len(rows):
-        raise ValueError("classifier rows: duplicate id")
-    return rows
+
+    def build(data: Any) -> tuple[Row, ...]:
+        if not isinstance(data, (list, type(None))):
+            raise ValueError("classifiers.yaml: top level must be a list")
+        rows = tuple(_row(d, ids) for d in data or [])
+        if len({r.id for r in rows}) != len(rows):
+            raise ValueError("classifier rows: duplicate id")
+        return rows
+
+    # libyaml's safe loader (the catalog's own): the same rows, 40x faster than pure Python
+    return shipped_table(read_text(__package__, "classifiers.yaml"), build)
 
 
 ROWS: tuple[Row, ...] = load_rows()

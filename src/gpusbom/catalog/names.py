@@ -1,5 +1,10 @@
-"""The names collectors recognise a product by, other than package names (``names.yaml``):
-library file stems per stack, CUDA wheel stems and CUDA conda package names.
+"""The names collectors recognise a product by, other than package names: library file
+stems per stack, CUDA wheel stems and CUDA conda package names.
+
+A product's own row holds them (``products.yaml``: ``libraries`` and ``library_prefixes`` of
+a row that declares ``sonames``, ``wheels``, ``conda_records``; the stack and product are
+the row's, or its ``found_as``); ``names.yaml`` holds those of the stacks whose rows do not
+carry them yet (ROCm, Level Zero, Intel GPU).
 
 The CUDA, ROCm and Level Zero collectors and ``scan --sbom`` classification
 (``sbomin/_classify.py``) read this one table instead of each other's constants; package
@@ -11,6 +16,7 @@ API::
     names.libraries("cuda")          # {"libcudart": "cudart", ...} (stems, case kept)
     names.library_product("cuda", "libcudnn_ops")   # "cudnn" (stems and prefixes)
     names.cuda_wheel("nvidia-cuda-runtime-cu12")     # "cudart"
+    names.cuda_wheels()              # {"cuda-runtime": "cudart", ...}
     names.cuda_conda()               # {"cuda-cudart": "cudart", ...}
 """
 
@@ -22,9 +28,9 @@ from typing import Any
 
 from .._pep503 import canonicalize_name
 from .._resources import read_text
-from . import CatalogError, _yaml
+from . import CatalogError, Product, products, shipped_table
 
-__all__ = ["cuda_conda", "cuda_wheel", "libraries", "library_prefixes", "library_product",
+__all__ = ["cuda_conda", "cuda_wheel", "cuda_wheels", "libraries", "library_prefixes", "library_product",
            "stacks"]
 
 _SECTIONS = ("libraries", "library_prefixes", "cuda_wheels", "cuda_conda")
@@ -38,10 +44,40 @@ def _str_map(v: Any, where: str) -> dict[str, str]:
     return dict(v)
 
 
-@functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
-    text = read_text(__package__, "names.yaml")
-    data = _yaml(text, cache=True)
+    return _merged(products())
+
+
+@functools.lru_cache(maxsize=4)
+def _merged(rows: tuple[Product, ...]) -> dict[str, Any]:
+    """names.yaml's table, then every row's own names (a name already there is kept)."""
+    from .detection import found_as
+
+    out = shipped_table(read_text(__package__, "names.yaml"), _table_of)
+    for r in rows:
+        stack, product = found_as(r)
+        if r.extra.get("sonames"):  # a row found by its library files
+            libs = out["libraries"].setdefault(stack, {})
+            for stem in r.libraries:
+                libs.setdefault(stem, product)
+            pre = out["library_prefixes"].setdefault(stack, {})
+            for stem in _row_list(r, "library_prefixes"):
+                pre.setdefault(stem, product)
+        for name in _row_list(r, "wheels"):
+            out["cuda_wheels"].setdefault(name, product)
+        for name in _row_list(r, "conda_records"):
+            out["cuda_conda"].setdefault(name, product)
+    return out
+
+
+def _row_list(r: Product, key: str) -> tuple[str, ...]:
+    v = r.extra.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise CatalogError(f"catalog: {r.id}: {key} must be a list of strings")
+    return tuple(v)
+
+
+def _table_of(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or set(data) - set(_SECTIONS):
         raise CatalogError(f"names.yaml: top level must be a mapping of {', '.join(_SECTIONS)}")
     out: dict[str, Any] = {}
@@ -73,13 +109,16 @@ def library_prefixes(stack: str) -> dict[str, str]:
 @functools.lru_cache(maxsize=4096)
 def library_product(stack: str, stem: str) -> str | None:
     """The product of ``stack`` a library stem names: an exact stem, else a prefix (the stem
-    is the prefix or continues with ``_``; ``libnpp`` with anything: libnppc, libnppial)."""
+    is the prefix or continues with ``_``; a prefix ending in ``*`` with anything:
+    ``libnpp*``: libnppc, libnppial)."""
     p: str | None = _table()["libraries"].get(stack, {}).get(stem)
     if p:
         return p
     for prefix, product in _table()["library_prefixes"].get(stack, {}).items():
-        if (stem == prefix or stem.startswith(prefix + "_")
-                or (prefix == "libnpp" and stem.startswith(prefix))):
+        if prefix.endswith("*"):
+            if stem.startswith(prefix[:-1]):
+                return str(product)
+        elif stem == prefix or stem.startswith(prefix + "_"):
             return str(product)
     return None
 
@@ -90,6 +129,11 @@ def cuda_wheel(name: str) -> str | None:
     n = _CU_SUFFIX_RX.sub("", str(canonicalize_name(name))).removeprefix("nvidia-")
     p: str | None = _table()["cuda_wheels"].get(n)
     return p
+
+
+def cuda_wheels() -> dict[str, str]:
+    """CUDA wheel stem (canonical name less ``nvidia-`` and ``-cuNN``) -> product."""
+    return dict(_table()["cuda_wheels"])
 
 
 def cuda_conda() -> dict[str, str]:

@@ -7,6 +7,10 @@ one table instead of each other's constants. Entries are tried in file order; na
 regular expressions matched in full against the lower-case name (PyPI names canonical). A
 product ``{name}`` is the matched name itself (jax's plugins are products of their own).
 
+A product row (``products.yaml``) may carry its own entry, ``collector_packages: {distro:
+[...], pypi: [...]}`` (stack and product: the row's ``found_as``); those entries are tried
+after the file's, in catalog order.
+
 API::
 
     from gpusbom.catalog import packages
@@ -19,14 +23,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._resources import read_text
-from . import CatalogError, _yaml, normalise_name
+from . import CatalogError, Product, normalise_name, products, shipped_table
 from ._patterns import NamePattern
 
-__all__ = ["KINDS", "PackageProduct", "entries", "names_of", "product_of"]
+__all__ = ["KINDS", "PackageProduct", "entries", "entry_of", "names_of", "product_of"]
 
 #: name kinds: ``distro`` (deb, rpm, apk package names), ``pypi`` (canonical names)
 KINDS = ("distro", "pypi")
@@ -43,6 +47,9 @@ class PackageProduct:
     stack: str
     product: str
     names: Mapping[str, tuple[NamePattern, ...]]
+    #: how a collector reads the product's install (``detect``, free-form; the frameworks
+    #: collector's readers are keyed by its ``reader``)
+    detect: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _entry(row: Any, n: int) -> PackageProduct:
@@ -55,16 +62,36 @@ def _entry(row: Any, n: int) -> PackageProduct:
             raise CatalogError(f"packages.yaml entry {n}: {kind} must be a list of strings")
         # compiled when a name could match (the shipped table's patterns: by its tests)
         names[kind] = tuple(NamePattern(p, 0) for p in pats)
-    unknown = set(row) - {"stack", "product", *KINDS}
+    unknown = set(row) - {"stack", "product", "detect", *KINDS}
     if unknown:
         raise CatalogError(f"packages.yaml entry {n}: unknown keys {sorted(unknown)}")
-    return PackageProduct(row["stack"], row["product"], names)
+    detect = row.get("detect") or {}
+    if not isinstance(detect, dict) or not all(isinstance(k, str) for k in detect):
+        raise CatalogError(f"packages.yaml entry {n}: detect must be a mapping")
+    return PackageProduct(row["stack"], row["product"], names, detect)
 
 
-@functools.lru_cache(maxsize=1)
 def entries() -> tuple[PackageProduct, ...]:
-    text = read_text(__package__, "packages.yaml")
-    data = _yaml(text, cache=True)
+    return _entries(products())
+
+
+@functools.lru_cache(maxsize=4)
+def _entries(rows: tuple[Product, ...]) -> tuple[PackageProduct, ...]:
+    """packages.yaml's entries, then the rows' own (``collector_packages``)."""
+    shipped = shipped_table(read_text(__package__, "packages.yaml"), _entries_of)
+    own: list[PackageProduct] = []
+    for r in rows:
+        names = r.extra.get("collector_packages")
+        if names is None:
+            continue
+        if not isinstance(names, dict):
+            raise CatalogError(f"catalog: {r.id}: collector_packages must map kinds to names")
+        stack, product = r.found_as
+        own.append(_entry({"stack": stack, "product": product, **names}, len(own) + 1))
+    return shipped + tuple(own)
+
+
+def _entries_of(data: Any) -> tuple[PackageProduct, ...]:
     if not isinstance(data, list):
         raise CatalogError("packages.yaml: top level must be a list")
     return tuple(_entry(r, i) for i, r in enumerate(data, 1))
@@ -73,10 +100,17 @@ def entries() -> tuple[PackageProduct, ...]:
 @functools.lru_cache(maxsize=16384)
 def product_of(kind: str, name: str) -> tuple[str, str] | None:
     """(stack, product) of the first entry whose ``kind`` names match ``name``."""
+    hit = entry_of(kind, name)
+    return None if hit is None else (hit[0].stack, hit[1])
+
+
+@functools.lru_cache(maxsize=16384)
+def entry_of(kind: str, name: str) -> tuple[PackageProduct, str] | None:
+    """The first entry whose ``kind`` names match ``name``, and the product it names."""
     n = normalise_name("pypi" if kind == "pypi" else "distro", name)
     for e in entries():
         if any(p.may_match(n) and p.fullmatch(n) for p in e.names.get(kind, ())):
-            return (e.stack, n if e.product == NAME else e.product)
+            return e, n if e.product == NAME else e.product
     return None
 
 

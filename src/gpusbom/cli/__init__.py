@@ -20,11 +20,11 @@ def __getattr__(name: str) -> Any:
 
 
 def run() -> None:
-    """Console-script entry point. ``gpusbom version`` answers without loading the
+    """Console-script entry point. ``gpusbom --version`` answers without loading the
     command-line framework (it is what scripts and health checks call most)."""
     import sys
 
-    if sys.argv[1:] == ["version"]:
+    if sys.argv[1:] == ["--version"]:
         from .. import __version__
 
         print(f"gpusbom {__version__}")

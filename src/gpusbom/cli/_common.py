@@ -8,6 +8,7 @@ Exit codes (documented in the README):
     3  input or configuration error (missing image, corrupt layer, digest mismatch, ...)
     4  incomplete: --strict and the scan recorded unknowns
     70 internal error (a bug: please report it)
+    130 interrupted (Ctrl-C)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import GpusbomError
+from ..errors import GpusbomError, IncompleteError, InputError, PolicyFailed, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,23 +30,75 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_INCOMPLETE = 4
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+#: what each exit code means, as the man page's EXIT STATUS lists them
+EXIT_MEANINGS = (
+    (EXIT_OK, "ok"),
+    (EXIT_POLICY, "policy or gate failed (gate, --fail-on, probe --require-pass)"),
+    (EXIT_USAGE, "usage error"),
+    (EXIT_INPUT, "input or configuration error; a missing optional extra"),
+    (EXIT_INCOMPLETE, "incomplete: --strict and the scan recorded unknowns"),
+    (EXIT_INTERNAL, "internal error (a bug: please report it)"),
+)
+
+
+#: the one table from the library's errors to exit codes: the first class ``exc`` is an
+#: instance of gives its code; any other ``GpusbomError``, and anything else, is 70 (a bug)
+EXIT_CODES: tuple[tuple[type[GpusbomError], int], ...] = (
+    (PolicyFailed, EXIT_POLICY),
+    (UsageError, EXIT_USAGE),
+    (InputError, EXIT_INPUT),
+    (IncompleteError, EXIT_INCOMPLETE),
+)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of a library error (:data:`EXIT_CODES`); 70 for anything else."""
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return EXIT_INTERNAL
 
 
 def fail(exc: BaseException, debug: bool = False) -> int:
-    """Print one line for ``exc`` on stderr and return its exit code (70 for anything
-    that is not a ``GpusbomError``: a bug)."""
+    """What ends a command, said on stderr, and its exit status: the only place an error
+    becomes an exit code. Both boundaries call it: :func:`exits` (around each command, also
+    when tests invoke the typer app) and ``app.main`` (argument parsing, global options).
+
+    ``typer.Exit``/``SystemExit``: their code, silently. click's usage errors (they can
+    ``show`` themselves): shown, with their code (2). Ctrl-C (``KeyboardInterrupt``, click's
+    ``Abort``): 130. A ``GpusbomError``: one line, :func:`exit_code`. Anything else: a bug,
+    70, with the exception's type."""
+    import typer
+
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code or 0)
+    if isinstance(exc, SystemExit):  # click internals
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        print("gpusbom: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    show = getattr(exc, "show", None)
+    click_code = getattr(exc, "exit_code", None)
+    if callable(show) and isinstance(click_code, int):
+        show(file=sys.stderr)  # click/typer usage errors: exit 2
+        return click_code
+    if type(exc).__name__ == "Abort":  # click's, on Ctrl-C while it prompts
+        return EXIT_INTERRUPTED
     if debug:
         traceback.print_exc(file=sys.stderr)
+    code = exit_code(exc)
     if isinstance(exc, GpusbomError):
-        kind = "error" if exc.exit_code != EXIT_INTERNAL else "internal error"
+        kind = "error" if code != EXIT_INTERNAL else "internal error"
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"gpusbom: {kind}: {msg}", file=sys.stderr)
-        return exc.exit_code
+        return code
     print(
         f"gpusbom: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
         file=sys.stderr,
     )
-    return EXIT_INTERNAL
+    return code
 
 
 def setup_debug(debug: bool) -> None:
@@ -80,12 +133,9 @@ def exits(func: F) -> F:
         setup_debug(debug)
         try:
             code = func(*args, **kwargs)
-        except KeyboardInterrupt:
-            print("gpusbom: interrupted", file=sys.stderr)
-            code = 130
         except typer.Exit:
             raise
-        except Exception as exc:  # noqa: BLE001 - the one place errors become exit codes
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - errors become exit codes in fail() only
             code = fail(exc, debug)
         raise typer.Exit(int(code or 0))
 

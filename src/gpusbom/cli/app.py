@@ -27,8 +27,8 @@ from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_POLICY,
     EXIT_USAGE,
     exits,
+    fail,
 )
-from ._common import fail as _fail
 
 _START = _time.perf_counter()
 
@@ -41,6 +41,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+#: click's shell-completion protocol: ``_GPUSBOM_COMPLETE=complete_bash gpusbom`` (and zsh,
+#: fish) prints the completions of ``COMP_WORDS``; ``gpusbom completion SHELL`` the script
+COMPLETE_VAR = "_GPUSBOM_COMPLETE"
 
 #: the commands listed first in ``--help`` (the rest follow by module name)
 _FIRST = ("scan", "host_snapshot", "probe", "version")
@@ -109,8 +113,10 @@ def command(argv: list[str] | None = None) -> Any:
     """The command tree as click runs it, with what every command accepts added in one
     place: ``-h``/``--help``, ``-q``/``--quiet``, and ``gpusbom --version``. With ``argv``
     that starts with a command's name, only that command (the rest cannot run)."""
+    from typer.completion import completion_init  # type: ignore[attr-defined]  # public module, re-exported name
     from typer.core import TyperOption
 
+    completion_init()  # typer's bash/zsh/fish classes for COMPLETE_VAR (add_completion=False)
     one = _only(argv[0]) if argv else None
     cmd = typer.main.get_command(one or app)
     cmd.context_settings["help_option_names"] = ["-h", "--help"]  # inherited by subcommands
@@ -118,6 +124,11 @@ def command(argv: list[str] | None = None) -> Any:
         param_decls=["--version"], is_flag=True, expose_value=False, is_eager=True,
         callback=_print_version, help="Print the gpusbom version and exit."))
     _accept_quiet(cmd)
+    from .helptext import lazy_help
+    from .panels import group_help
+
+    group_help(cmd)
+    lazy_help(cmd)
     return cmd
 
 
@@ -137,29 +148,60 @@ def _tune_gc() -> None:
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
+#: options every command takes, anywhere before ``--`` (``gpusbom.settings``)
+GLOBAL_OPTIONS = {"--config": None, "--cache-dir": "cache_dir"}
+
+
+def _global_options(argv: list[str]) -> list[str]:
+    """``argv`` without ``--config PATH`` and ``--cache-dir DIR`` (also ``--opt=VALUE``),
+    which go to the settings: the config file is read (an error in it: exit 3, naming the
+    file and line) before the command runs."""
+    from .. import settings
+    from ..errors import UsageError
+
+    settings.reset()
+    out: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--":
+            out.append(arg)
+            out.extend(it)
+            break
+        opt, eq, value = arg.partition("=")
+        if opt not in GLOBAL_OPTIONS:
+            out.append(arg)
+            continue
+        if not eq:
+            nxt = next(it, None)
+            if nxt is None:
+                raise UsageError(f"{opt} needs a value")
+            value = nxt
+        if not value:
+            raise UsageError(f"{opt}: empty value")
+        name = GLOBAL_OPTIONS[opt]
+        if name is None:
+            settings.use_config(value)
+        else:
+            settings.set_flag(name, value, opt)
+    settings.effective()  # reads the config file now: a bad one fails before the command
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising."""
     from .. import _gc
     from .._alloc import tune_allocator
 
-    tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)
     _tune_gc()
     _gc.pause()  # while the command loads (gpusbom._gc); resumed at the latest below
     try:
-        rv = command(sys.argv[1:] if argv is None else argv)(args=argv, standalone_mode=False)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except SystemExit as exc:  # pragma: no cover - click internals
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+        args = _global_options(sys.argv[1:] if argv is None else argv)
+        tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)
+        rv = command(args)(args=args, standalone_mode=False)
+    except (typer.Exit, SystemExit) as exc:
+        return fail(exc)
     except Exception as exc:  # noqa: BLE001 - the CLI's boundary: usage errors, and anything unexpected (exit 70)
-        show = getattr(exc, "show", None)
-        code = getattr(exc, "exit_code", None)
-        if callable(show) and isinstance(code, int):
-            show(file=sys.stderr)  # click/typer usage errors: exit 2
-            return EXIT_USAGE if code == 2 else code
-        if type(exc).__name__ == "Abort":
-            return 130
-        return _fail(exc, "--debug" in (argv if argv is not None else sys.argv))
+        return fail(exc, "--debug" in (argv if argv is not None else sys.argv))
     finally:
         _gc.resume()
     return rv if isinstance(rv, int) else EXIT_OK

@@ -1,4 +1,5 @@
-"""Rendering outputs and writing them atomically.
+"""Rendering outputs and writing them atomically; the formats' list in the docs, from the
+writer registry (``gpusbom.writers``; ``--help``'s: ``cli.helptext``).
 
 Every requested output is rendered in memory first; files are then written to
 a temp file beside the destination and renamed into place, so a failure never
@@ -51,6 +52,68 @@ def render(result: Any, spec: OutputSpec, options: WriterOptions, subject: str =
     return buf.getvalue()
 
 
+def _fork_safe() -> bool:
+    """May this process fork to render outputs side by side: a fork, a core to spare, and no
+    thread but this one (a lock held by another thread would stay held in the child)."""
+    import threading
+
+    from ..sources.schedule import usable_cpus
+
+    if not hasattr(os, "fork") or usable_cpus() < 2:
+        return False
+    hashing = sys.modules.get("gpusbom.binary.streamhash")
+    if hashing is not None:  # the layers' hashing threads, idle once the layers are read
+        hashing.release_threads()
+    return threading.active_count() == 1
+
+
+def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
+               subject: str = "scan") -> list[str]:
+    """Every output rendered, in order. With several outputs and a core to spare, all but
+    the first are rendered in forked children while this process renders the first (the
+    writers are CPU-bound Python: on the host scan of a 16-core H200 host CycloneDX and
+    SPDX took most of the time after the scan); a child that fails in any way has its
+    output rendered here again, which raises the writer's own error."""
+    from .. import stagetime
+
+    if len(specs) < 2 or not _fork_safe():
+        out = []
+        for s in specs:
+            with stagetime.stage(f"output {s.format}"):
+                out.append(render(result, s, options, subject))
+        return out
+    kids: list[tuple[int, int]] = []
+    for s in specs[1:]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (its output is checked in the parent)
+            os.close(r)
+            code = 1
+            try:
+                data = memoryview(render(result, s, options, subject).encode("utf-8", "surrogatepass"))
+                while data:
+                    data = data[os.write(w, data):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        kids.append((pid, r))
+    texts: list[str | None] = []
+    with stagetime.stage(f"output {specs[0].format}"):
+        first = render(result, specs[0], options, subject)
+    with stagetime.stage("outputs rendered in forked children"):
+        for pid, r in kids:
+            chunks = []
+            with os.fdopen(r, "rb") as f:
+                while b := f.read(1 << 20):
+                    chunks.append(b)
+            _, status = os.waitpid(pid, 0)
+            ok = os.waitstatus_to_exitcode(status) == 0
+            texts.append(b"".join(chunks).decode("utf-8", "surrogatepass") if ok else None)
+    return [first, *(t if t is not None else render(result, s, options, subject)
+                     for s, t in zip(specs[1:], texts, strict=True))]
+
+
 def terminal_options(**kw: Any) -> WriterOptions:
     """Writer options for this terminal (colour unless NO_COLOR or not a TTY)."""
     tty = sys.stdout is not None and sys.stdout.isatty()  # None: started with fd 1 closed
@@ -86,7 +149,7 @@ def emit(result: Any, specs: list[OutputSpec], options: WriterOptions | None = N
     options = options or WriterOptions()
     if sys.stdout is None and any(s.path is None for s in specs):
         raise UsageError("standard output is closed: give the output a file (-o FORMAT=PATH)")
-    rendered = [(s, render(result, s, options, subject)) for s in specs]
+    rendered = list(zip(specs, render_all(result, specs, options, subject), strict=True))
     for spec, text in rendered:
         if spec.path is None:
             sys.stdout.write(text)
@@ -94,3 +157,41 @@ def emit(result: Any, specs: list[OutputSpec], options: WriterOptions | None = N
     for spec, text in rendered:
         if spec.path is not None:
             write_atomic(spec.path, text)
+
+
+#: which commands write each subject's formats (the docs' formats section); a subject with
+#: writers but no entry here fails :func:`formats_markdown`
+SUBJECT_COMMANDS = {
+    "scan": "`scan`, `probe` (`-o`)",
+    "gate": "`gate` (`-o`)",
+    "check": "`check` (`-o`)",
+    "reconcile": "`reconcile` (`-o`)",
+    "rows": "`inventory query`, `affected`, `compat`, `hosts`, `images` (`--format`)",
+    "drift": "`inventory drift` (`--format`)",
+    "metrics": "`inventory metrics`",
+}
+
+#: the lines that open and close the generated section in ``docs/usage.md``
+FORMATS_BEGIN = ("<!-- formats: generated from the writer registry (src/gpusbom/writers/) by "
+                 "scripts/gen-format-docs; do not edit -->")
+FORMATS_END = "<!-- /formats -->"
+
+
+def formats_markdown() -> str:
+    """The output formats section of ``docs/usage.md``: every registered writer, by the
+    commands that write it, with its description (``scripts/gen-format-docs``)."""
+    from ..writers import subjects
+
+    order = list(SUBJECT_COMMANDS)
+    out = [FORMATS_BEGIN, "", "| Commands | Format | Writes |", "|---|---|---|"]
+    for subject in sorted(subjects(), key=lambda s: (
+            order.index(s) if s in order else len(order), s)):
+        if subject not in SUBJECT_COMMANDS:
+            raise KeyError(f"writers of subject {subject!r}: name its commands in "
+                           "gpusbom.cli.output.SUBJECT_COMMANDS")
+        commands = SUBJECT_COMMANDS[subject]
+        for fmt, cls in all_writers(subject).items():
+            desc = " ".join(cls.description.split()).replace("|", "\\|")
+            out.append(f"| {commands} | `{fmt}` | {desc} |")
+            commands = ""  # named on the subject's first row only
+    return "\n".join([*out, "", FORMATS_END]) + "\n"

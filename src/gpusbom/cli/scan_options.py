@@ -34,8 +34,26 @@ class CdxVersion(str, Enum):
     v17 = "1.7"
 
 
+#: the help panels of ``scan --help`` (and the commands that share these options), by
+#: option; an option not named here is under "Advanced"
+PANELS: dict[str, tuple[str, ...]] = {
+    "Image": ("--image", "--source", "--platform", "--username", "--password-stdin",
+              "--insecure-registry", "--scope", "--verify-diff-ids", "--keep-env-secrets"),
+    "Host": ("--host", "--root", "--paths", "--no-nvml", "--analyze-binaries", "--images",
+             "--probe", "--probe-timeout", "--probe-backend", "--probe-python"),
+    "Outputs": ("--output", "--cyclonedx-version", "--cyclonedx-compat", "--strict", "--push"),
+    "Advisories": ("--sbom", "--vex", "--max-db-age", "--offline", "--fail-on"),
+}
+_PANEL_OF = {opt: panel for panel, opts in PANELS.items() for opt in opts}
+
+
 def _opt(*decls: str, help: str) -> Any:  # noqa: A002 - typer's name
-    return typer.Option(*decls, help=help)
+    return typer.Option(*decls, help=help, rich_help_panel=_PANEL_OF.get(decls[0], "Advanced"))
+
+
+class Scope(str, Enum):
+    squashed = "squashed"
+    all_layers = "all-layers"
 
 
 Target = Annotated[str | None, typer.Argument(help="Image reference or path (same as --image).")]
@@ -45,8 +63,8 @@ Image = Annotated[str | None, _opt(
     "oci-archive:PATH, oci:DIR[:TAG], dir:PATH, sif:PATH (Apptainer/Singularity), "
     "containerd:REF, containers-storage:REF, or a bare path.")]
 Output = Annotated[list[str] | None, _opt(
-    "--output", "-o", help="FORMAT[=PATH], repeatable. Formats: table, json, cyclonedx-json, "
-    "cyclonedx-xml, spdx-json, spdx-tag-value, spdx3-json. Default: table to stdout.")]
+    "--output", "-o", help="FORMAT[=PATH], repeatable. Formats: {formats:scan}. Default: "
+    "table to stdout.")]
 Source = Annotated[SourceChoice | None, _opt("--source", help="Force a source instead of "
                                             "detecting it.")]
 Platform = Annotated[str | None, _opt("--platform", help="os/arch[/variant] to pick from a "
@@ -57,6 +75,12 @@ CdxCompat = Annotated[bool, _opt(
     "Syft 1.18 and other cyclonedx-go tools.")]
 Collector = Annotated[list[str] | None, _opt("--collector", help="Run only these collectors "
                                              "(ids).")]
+Exclude = Annotated[list[str] | None, _opt(
+    "--exclude", help="GLOB of paths to leave out of collection, in images and hosts "
+    "(/usr/share/doc/**, ./opt/old: a directory and everything below it); repeatable.")]
+ScopeOpt = Annotated[Scope, _opt(
+    "--scope", help="squashed: the filesystem as the image runs; all-layers: also what "
+    "later layers deleted or replaced, each with the layer that had it.")]
 Strict = Annotated[bool, _opt("--strict", help="Exit 4 when anything could not be determined.")]
 Quiet = Annotated[bool, _opt("--quiet", "-q", help="No progress display.")]
 Debug = Annotated[bool, _opt("--debug", help="Show tracebacks and debug logs.")]
@@ -81,12 +105,14 @@ VerifyDiffIds = Annotated[bool, _opt(
 NoCache = Annotated[bool, _opt(
     "--no-cache", help="Read every layer, ignoring and not updating the layer-result cache "
     "(~/.cache/gpusbom/layers.sqlite; GPUSBOM_NO_CACHE=1 does the same).")]
-CacheMaxSize = Annotated[str, _opt(
+CacheMaxSize = Annotated[str | None, _opt(
     "--cache-max-size", help="Size the layer-result cache may grow to before the least "
-    "recently used layers are evicted (e.g. 500M, 2G).")]
-MaxMemory = Annotated[str, _opt(
+    "recently used layers are evicted (e.g. 500M, 2G). Default: the cache_max_size setting, "
+    "2G.")]
+MaxMemory = Annotated[str | None, _opt(
     "--max-memory", help="Memory for the whole scan (all worker processes): sizes the layer "
-    "workers and parallel inflaters (e.g. 512M, 1G).")]
+    "workers and parallel inflaters (e.g. 512M, 1G). Default: the max_memory setting, 1G "
+    "(left unset: 128M per core on more than 8 cores, at most 4G).")]
 Host = Annotated[bool, _opt("--host", help="Scan this machine (/): GPUs, drivers, firmware, "
                             "GPU stack.")]
 Root = Annotated[str | None, _opt(
@@ -114,6 +140,9 @@ Sbom = Annotated[str | None, _opt(
 Vex = Annotated[list[str] | None, _opt(
     "--vex", help="CycloneDX VEX or OpenVEX file: not-affected statements suppress findings "
     "(shown with their justification); repeatable.")]
+NoAttachments = Annotated[bool, _opt(
+    "--no-attachments", help="registry: do not read the image's OCI referrers (attached "
+    "SBOMs, vendor VEX, attestations; see docs/registry-attachments.md).")]
 MaxDbAge = Annotated[float | None, _opt("--max-db-age", help="Days: a staler advisory "
                                         "database is an error (exit 3).")]
 Offline = Annotated[bool, _opt(
@@ -161,8 +190,9 @@ def limits(verify_diff_ids: bool, max_memory: int = 1 << 30,
 
 
 def registry_options(username: str | None, password_stdin: bool,
-                     insecure: list[str] | None) -> RegistryOptions | None:
-    if not (username or password_stdin or insecure):
+                     insecure: list[str] | None, attachments: bool = True
+                     ) -> RegistryOptions | None:
+    if not (username or password_stdin or insecure or not attachments):
         return None  # the registry source's defaults; don't import it for local scans
     from ..sources.registry import RegistryOptions, Secret
 
@@ -177,4 +207,5 @@ def registry_options(username: str | None, password_stdin: bool,
         password = Secret(sys.stdin.read().rstrip("\r\n"))
         if not password:
             raise UsageError("--password-stdin: stdin was empty")
-    return RegistryOptions(username=username, password=password, insecure=tuple(insecure or ()))
+    return RegistryOptions(username=username, password=password, insecure=tuple(insecure or ()),
+                           attachments=attachments)

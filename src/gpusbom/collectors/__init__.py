@@ -8,9 +8,11 @@ import importlib
 import pkgutil
 from typing import TypeVar
 
+from ._premade import PremadeParser
 from .base import VIEW_ERRORS, CollectContext, Collector
 
-__all__ = ["VIEW_ERRORS", "CollectContext", "Collector", "all_collectors", "register"]
+__all__ = ["VIEW_ERRORS", "CollectContext", "Collector", "PremadeParser", "all_collectors",
+           "premade_parsers", "register"]
 
 _REGISTRY: dict[str, type[Collector]] = {}
 _loaded = False
@@ -55,6 +57,21 @@ def load_failures() -> list[tuple[str, str]]:
 
 
 def all_collectors() -> dict[str, type[Collector]]:
-    """id -> class, sorted by id for deterministic order."""
+    """id -> class of every active collector (``Collector.active``), sorted by id for
+    deterministic order."""
     _load()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted((k, c) for k, c in _REGISTRY.items() if c.active()))
+
+
+#: the modules that declare parses for a host walk's workers (their ``PREMADE``), in order;
+#: imported by name as ``_load`` does (each imports this package to register)
+_PREMADE_MODULES = ("python", "_digests", "dpkg", "strategies.headers", "triton")
+
+
+def premade_parsers() -> tuple[PremadeParser, ...]:
+    """The parses a host walk's workers run on the files they capture (``host/premake.py``):
+    every declaring module's ``PREMADE``, in ``_PREMADE_MODULES`` order."""
+    out: list[PremadeParser] = []
+    for name in _PREMADE_MODULES:
+        out.extend(importlib.import_module(f"{__name__}.{name}").PREMADE)
+    return tuple(out)

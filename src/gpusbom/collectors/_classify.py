@@ -195,7 +195,12 @@ class ClassifierScanner:
         self.done = False
         self._elf: bool | None = None
         self._etype = 0
-        self._chunks: _Kept | None = _Kept() if self.symbols and capture else None
+        #: framework libraries (rows with ``head: fatbin``): keep the bytes before the first
+        #: fatbin header (at most ``head``) and from the section header table to the end
+        self._until_fatbin = any(r.head_until_fatbin for r in self.symbols)
+        self._head_done = False
+        keep = self.symbols and (capture or self._until_fatbin)
+        self._chunks: _Kept | None = _Kept() if keep else None
         self._kept = 0
         #: sparse capture of larger files (rows with ``head``): the first ``head`` bytes and
         #: the section header table (with the bytes just before it: ``.shstrtab``)
@@ -230,7 +235,9 @@ class ClassifierScanner:
             self._drop()
             self._found, self.done = {}, True
             return
-        if self._chunks is not None:
+        if self._chunks is not None and self._until_fatbin:
+            self._keep_until_fatbin(start, chunk)
+        elif self._chunks is not None:
             if not self._sparse and self._kept + len(chunk) <= self.capture:
                 self._chunks.append(start, chunk)
                 self._kept += len(chunk)
@@ -258,6 +265,25 @@ class ClassifierScanner:
             self._tail = tail
         if self._chunks is None and len(self._closed_rows) == len(self.rodata):
             self.done = True
+
+    def _keep_until_fatbin(self, start: int, chunk: bytes) -> None:
+        """Keep ``chunk`` while no fatbin header has been seen (and the head is not full),
+        and from the section header table's window to the end of the file."""
+        if self._chunks is None:
+            return
+        if not self._head_done:
+            if start >= self.head:
+                self._head_done = True
+            else:
+                self._chunks.append(start, chunk)
+                if chunk.find(_FATBIN_HEADER) >= 0:
+                    self._head_done = True  # the device code follows: not kept
+                return
+        lo = self._shwin[0]
+        if self._shwin[1] > lo and start + len(chunk) > lo:
+            self._chunks.append(start, chunk)
+        elif self._shwin[1] <= lo:  # no section header table: nothing to resolve symbols by
+            self._drop()
 
     def _search_rows(self, buf: bytes) -> None:
         """Search ``buf`` for every open rodata row; a row whose strings precede the device
@@ -333,10 +359,13 @@ class ClassifierScanner:
         from ..binary.getters import read_getter
 
         out: dict[str, Any] = {}
-        for row in self.symbols:
-            if size > row.capture and not (self._sparse and row.head):
-                continue
-            if not _contains([c for _, c in chunks], row.symbol.encode()):
+        rows = [r for r in self.symbols
+                if size <= r.capture or (self._sparse and r.head) or r.head_until_fatbin]
+        # one pass over what was kept for every row's name (kept bytes may lie in a
+        # temporary file: a framework library's head is read back once, not once per row)
+        present = _present([c for _, c in chunks], {r.symbol.encode() for r in rows})
+        for row in rows:
+            if row.symbol.encode() not in present:
                 continue
             r = read_getter(
                 _Chunks(chunks, size),  # type: ignore[arg-type]
@@ -359,14 +388,23 @@ class ClassifierScanner:
         return out
 
 
-def _contains(chunks: list[bytes | _Spilled], needle: bytes) -> bool:
+def _present(chunks: list[bytes | _Spilled], needles: set[bytes]) -> set[bytes]:
+    """The ``needles`` that occur in the chunks (joined), each chunk read once."""
+    found: set[bytes] = set()
+    if not needles:
+        return found
+    longest = max(len(n) for n in needles)
     prev = b""
     for piece in chunks:
         c = piece if isinstance(piece, bytes) else piece.data()
-        if needle in prev[-len(needle) :] + c[: len(needle)] or needle in c:
-            return True
+        edge = prev[-longest:] + c[:longest]
+        for n in needles - found:
+            if n in c or n in edge:
+                found.add(n)
+        if found == needles:
+            break
         prev = c
-    return False
+    return found
 
 
 _RX_CACHE: dict[bytes, re.Pattern[bytes]] = {}
@@ -519,6 +557,10 @@ def hits(analysis: dict[str, Any] | None, path: str, products: Iterable[str] | N
         else:
             g = getters.get(row.id)
             if not isinstance(g, dict) or g.get("error"):
+                continue
+            if row.rule == "presence":  # the symbol is defined here: the product is
+                detail = f"{row.symbol} ({g.get('table')}) at {int(g.get('address') or 0):#x}"
+                out.append(Hit(row, path, None, row.symbol, detail, "elf-symbol"))
                 continue
             for cand in g.get("candidates") or ():
                 ver = apply_rule(row.rule, int(cand["value"]))

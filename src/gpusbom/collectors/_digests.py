@@ -24,15 +24,16 @@ import binascii
 import csv
 import dataclasses
 import logging
-import os
 import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
+from .. import settings
 from ..model import Component
+from ._premade import PremadeParser, text_of
 from .base import OwnershipIndex
-from .python import _under
+from .python import _under, record_base
 
 __all__ = ["attach_declared_digests", "parse_md5sums_digests", "parse_record_digests"]
 
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 def _enabled() -> bool:
-    return os.environ.get("GPUSBOM_NO_DECLARED_DIGESTS", "") in ("", "0")
+    return not settings.get("no_declared_digests")
 
 
 def parse_md5sums_digests(text: str, names: Collection[str] | None = None
@@ -212,3 +213,11 @@ def _attach(c: Component, wanted: dict[str, list[int]], ownership: OwnershipInde
             continue  # the cheap test first: most manifest lines are other files
         for i in wanted.get(ownership.key(path), ()):
             c.evidence[i] = dataclasses.replace(c.evidence[i], declared_digest=digest)
+
+
+#: what a host walk's workers parse for the digests (``host/premake.py``): the row of a
+#: distribution's METADATA in its RECORD, its declared digest
+PREMADE = (
+    PremadeParser("manifest-digests", lambda p: p.endswith(".dist-info/RECORD"),
+                  lambda p, c: own_rows("record", text_of(c), record_base(p))),
+)

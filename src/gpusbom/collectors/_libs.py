@@ -10,6 +10,8 @@ not a collector: the leading ``_`` keeps the registry from importing it as one).
 - ``IcdDriver``, ``driver_for(drivers, lib, fallback)``, ``icd_component(...)``: one ICD
   (installable client driver) component from the library it loads, its version from (in
   order) the version string the library carries, the file name, the owning package.
+- ``IcdRow``, ``icd_row(collector_id)``: a loader's catalog row (``loader``,
+  ``icd_products``, ``icd_drivers``): the loader's file and identity, the known drivers.
 Nothing in the image is executed.
 """
 
@@ -23,6 +25,7 @@ from typing import BinaryIO
 from packageurl import PackageURL
 
 from .. import catalog
+from ..catalog import detection
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, Evidence, EvidenceMethod
 from .base import VIEW_ERRORS, CollectContext
@@ -30,10 +33,12 @@ from .base import VIEW_ERRORS, CollectContext
 __all__ = [
     "LIBRARY_PATHS",
     "IcdDriver",
+    "IcdRow",
     "driver_for",
     "find_library",
     "generic_purl",
     "icd_component",
+    "icd_row",
     "library_dirs",
     "package_label",
     "package_version",
@@ -220,6 +225,72 @@ class IcdDriver:
     cpe: str | None = None  # CPE vendor:product (catalog.cpe23 adds the version)
     #: the driver's own name when the product is a suite shipping several (Mesa)
     driver: str | None = None
+
+
+@dataclass(frozen=True)
+class IcdRow:
+    """What a loader's catalog row declares: its stack and product, its library file, the
+    purl namespace and supplier of its component, an implementation other than the
+    reference one (its name marks it), and the ICD drivers by library stem."""
+
+    stack: str
+    product: str
+    file: str
+    namespace: str | None
+    supplier: str | None
+    implementation: str | None
+    drivers: dict[str, IcdDriver]
+
+    @property
+    def fallback(self) -> str:
+        """The product of an ICD whose library name gives none (``vulkan-icd``)."""
+        return f"{self.stack}-icd"
+
+
+def _opt_str(row: catalog.Product, key: str, d: dict[str, object], name: str) -> str | None:
+    v = d.get(name)
+    if v is not None and not isinstance(v, str):
+        raise catalog.CatalogError(f"catalog: {row.id}: {key} {name} must be a string")
+    return v
+
+
+def _icd_drivers(row: catalog.Product) -> dict[str, IcdDriver]:
+    prods = detection.mapping(row, "icd_products")
+    out: dict[str, IcdDriver] = {}
+    for stem, v in detection.mapping(row, "icd_drivers").items():
+        if isinstance(v, str):
+            product, driver = v, None
+        elif isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v):
+            product, driver = v
+        else:
+            raise catalog.CatalogError(
+                f"catalog: {row.id}: icd_drivers {stem} must be a product or [product, driver]")
+        spec = prods.get(product)
+        if not isinstance(spec, dict):
+            raise catalog.CatalogError(f"catalog: {row.id}: icd_products lacks {product}")
+        where = f"icd_products {product}"
+        emb = _opt_str(row, where, spec, "embedded")
+        out[stem] = IcdDriver(
+            product, _opt_str(row, where, spec, "vendor"), _opt_str(row, where, spec, "supplier"),
+            soname_is_version=bool(spec.get("soname_is_version")),
+            embedded=re.compile(emb.encode()) if emb else None,
+            cpe=_opt_str(row, where, spec, "cpe"), driver=driver,
+        )
+    return out
+
+
+def icd_row(collector_id: str) -> IcdRow:
+    """The loader row of the collector's stack (the row whose ``loader`` names its file)."""
+    row = next((r for r in detection.collected_by(collector_id) if r.extra.get("loader")), None)
+    if row is None:  # a packaging bug: the shipped catalog has the row (tests load it)
+        raise RuntimeError(f"catalog: no loader row for {collector_id}")
+    ld = detection.mapping(row, "loader")
+    file = _opt_str(row, "loader", ld, "file")
+    if not file:
+        raise catalog.CatalogError(f"catalog: {row.id}: loader needs a file")
+    return IcdRow(row.stack, row.product_id, file, _opt_str(row, "loader", ld, "namespace"),
+                  _opt_str(row, "loader", ld, "supplier"),
+                  _opt_str(row, "loader", ld, "implementation"), _icd_drivers(row))
 
 
 def lib_stem(name: str) -> str:

@@ -5,7 +5,9 @@ distribution's metadata: 15-20 ms of every scan on a 2-core VM, where a plug-in 
 list is kept in the user cache (``$GPUSBOM_CACHE_DIR/plugins.json``, else
 ``$XDG_CACHE_HOME/gpusbom/plugins.json``, else ``~/.cache/gpusbom/plugins.json``) with a
 hash of ``sys.path`` and the modification time of each of its entries: installing or
-removing a distribution changes its directory's, so the list is read again then. A cache
+removing a distribution changes its directory's, so the list is read again then. Only an
+empty list is ever served from that file: plug-ins found are listed from the installation on
+every run, so the file cannot name code to import. A cache
 that cannot be read or written is ignored. ``importlib.metadata`` is imported only to list the entry
 points, or to load a plug-in.
 """
@@ -20,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._userdir import user_cache_dir, write_private
+from .._userdir import read_bounded, user_cache_dir, write_private
 
 __all__ = ["GROUP", "entry_points"]
 
@@ -52,16 +54,20 @@ def entry_points() -> list[Any]:
     """The ``gpusbom.collectors`` entry points (``importlib.metadata.EntryPoint``)."""
     path, key = _cache_file(), _key()
     pairs: list[tuple[str, str]] | None = None
+    eps: Any = None
     try:
-        got = json.loads(path.read_text(encoding="utf-8"))
+        got = json.loads(read_bounded(path, 1 << 20) or b"null")
         eps = got.get("entry_points") if isinstance(got, dict) and got.get("key") == key else None
-        if isinstance(eps, list) and all(isinstance(x, list) and len(x) == 2 and
-                                         all(isinstance(y, str) for y in x) for x in eps):
-            pairs = [(a, b) for a, b in eps]
-    except (OSError, ValueError):
+        # only "no plug-ins" is taken from the cache: a listed plug-in names code to import,
+        # so that list is always read from the installation itself (a planted file can at
+        # most cost the listing's 15-20 ms, never name a module)
+        if eps == []:
+            pairs = []
+    except (ValueError, RecursionError):
         pass
     if pairs is None:
         pairs = _listed()
+    if eps != pairs and eps != [list(p) for p in pairs]:
         with contextlib.suppress(OSError):  # a read-only cache: listed every time
             write_private(path, json.dumps({"key": key, "entry_points": pairs}).encode(),
                           ".plugins-")

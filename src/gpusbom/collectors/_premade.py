@@ -9,14 +9,50 @@ every core instead of after the walk on one. A collector asks ``premade`` for th
 it gets the worker's when there is one (the same function of the same bytes), else it
 parses as always; a file a worker could not parse is parsed again by the collector, so
 its error is reported the usual way. Views other than a host's carry no results and nothing changes.
+
+The parses are declared by the modules that own them (each module's ``PREMADE``: a
+``PremadeParser`` per kind, with the errors its parse may raise on a bad file), and
+gathered by ``gpusbom.collectors.premade_parsers``: the host walk derives what it parses
+from these declarations, not from copies of the collectors' file patterns.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .base import VIEW_ERRORS
+
+if TYPE_CHECKING:
+    from ..fsview.types import ContentRef
+
+__all__ = ["PARSE_ERRORS", "PremadeParser", "premade", "text_of"]
 
 T = TypeVar("T")
+
+#: what a parse of a bad or unreadable captured file raises: the file's read (view and
+#: source errors, OSError), a malformed value (ValueError, UnicodeError), a missing field
+#: (LookupError), a malformed CSV row (csv.Error)
+PARSE_ERRORS: tuple[type[Exception], ...] = (*VIEW_ERRORS, ValueError, LookupError, csv.Error)
+
+
+@dataclass(frozen=True)
+class PremadeParser:
+    """One kind of result a walk worker may make: for a captured file whose path ``wants``
+    accepts, ``parse(path, content)`` is kept under ``(kind, path)``; a parse that raises
+    one of ``errors`` is skipped (the collector parses the file again and reports it)."""
+
+    kind: str
+    wants: Callable[[str], bool]
+    parse: Callable[[str, ContentRef], Any]
+    errors: tuple[type[Exception], ...] = PARSE_ERRORS
+
+
+def text_of(content: ContentRef) -> str:
+    """A captured file's text (UTF-8, undecodable bytes replaced: as the collectors read)."""
+    return content.read().decode("utf-8", errors="replace")
 
 
 def premade(fs: Any, kind: str, path: str, parse: Callable[[], T]) -> T:

@@ -247,6 +247,12 @@ class Collector(ABC):
     #: files this collector needs; globs on absolute image paths
     paths: ClassVar[tuple[PathSpec, ...]] = ()
 
+    @classmethod
+    def active(cls) -> bool:
+        """Whether the collector takes part in scans now (asked when the registry is listed,
+        never at import: registration does not depend on the environment or settings)."""
+        return True
+
     @abstractmethod
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         """Yield the components found. Never raise for a missing file: yield nothing."""

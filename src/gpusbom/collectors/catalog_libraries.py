@@ -10,15 +10,17 @@ stack and product (the row's first ``collector`` product, else its id), with a
 ``pkg:generic/<purl_namespace or vendor>/<product>`` purl. File names only: no content
 is read, nothing is executed.
 
-The collector registers only when some row asks for it, so a catalog without such rows
-changes no SBOM (the collector list is written into every SBOM).
+The collector always registers but is active only when some row asks for it (asked when a
+scan lists its collectors, so a ``catalog`` setting made after import counts), so a catalog
+without such rows changes no SBOM (the collector list is written into every SBOM).
 """
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .. import catalog
 from ..model import Component, EvidenceMethod
@@ -51,10 +53,31 @@ def _rows_version() -> str:
     return "1+" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
+class _FromRows:
+    """A class attribute made from the catalog's rows when read (the rows in effect then: the
+    ``catalog`` setting is read when a scan starts, not when this module is imported)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._for: object = None
+        self._value: Any = None
+
+    def __get__(self, obj: object, owner: type) -> Any:
+        rows = catalog.products()  # one tuple per catalog in effect (lru_cache)
+        if rows is not self._for:
+            self._value, self._for = self._make(), rows
+        return self._value
+
+
 class CatalogLibrariesCollector(Collector):
     id = "catalog"
-    version = _rows_version()
-    paths = lib_specs(sorted({s for r in catalog.collected() for s in r.libraries}))
+    version = _FromRows(_rows_version)
+    paths = _FromRows(lambda: lib_specs(sorted(
+        {s for r in catalog.collected() for s in r.libraries})))
+
+    @classmethod
+    def active(cls) -> bool:
+        return bool(catalog.collected())
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         out: list[Component] = []
@@ -88,5 +111,4 @@ class CatalogLibrariesCollector(Collector):
                            properties=props)
 
 
-if catalog.collected():
-    register(CatalogLibrariesCollector)
+register(CatalogLibrariesCollector)

@@ -27,10 +27,11 @@ from ..fsview.types import ContentRef
 from ..fsview.view import NotCapturedError
 from ..model import Component
 from . import register
+from ._digests import own_rows
 from ._pkgdb import attribute_layers, distro_purl, history_snapshots, package_component, present
-from ._premade import premade
+from ._premade import PremadeParser, premade, text_of
 from ._stanzas import iter_paragraphs
-from .base import VIEW_ERRORS, CollectContext, Collector
+from .base import VIEW_ERRORS, CollectContext, Collector, GroupedPaths
 
 if TYPE_CHECKING:
     from ..fsview.view import FsView
@@ -452,3 +453,20 @@ class DpkgCollector(Collector):
             lics = []
         cache[name] = lics
         return list(lics)
+
+
+def _status(path: str, c: ContentRef) -> tuple[list[DebPackage], list[str]]:
+    with c.open() as f:
+        return parse_dpkg_status(f)
+
+
+#: what a host walk's workers parse for this collector (``host/premake.py``)
+PREMADE = (
+    # the rows naming a file "status" (the package's own evidence): usually none
+    PremadeParser("manifest-digests",
+                  lambda p: p.startswith(INFO + "/") and p.endswith(".md5sums"),
+                  lambda p, c: own_rows("md5sums", text_of(c), "/")),
+    PremadeParser("dpkg-list", lambda p: p.startswith(INFO + "/") and p.endswith(".list"),
+                  lambda p, c: GroupedPaths.of(parse_dpkg_list(c.read()))),
+    PremadeParser("dpkg-status", lambda p: p == STATUS, _status),
+)

@@ -21,6 +21,10 @@ Each framework install (found by its ``.dist-info``) is one component with
 * ``vllm``: ``vllm/_version.py`` and the ``torch`` requirement of its metadata; the
   target from the version's local tag (``+cu129``) or the extension modules it ships.
 
+Which distributions are which framework, and each framework's identity (purl namespace,
+supplier, CPE), package directory and reader facts, are the catalog's package entries
+(``catalog/packages.yaml``, ``detect``); the readers are keyed by the entry's ``reader``.
+
 Python files are parsed (``ast``) or matched with regular expressions, never
 imported or run. Evidence sits on files the wheel owns, so fusion merges each
 observation into the wheel's ``pkg:pypi`` component.
@@ -57,38 +61,83 @@ _SMALL = 1024 * 1024
 _LOCAL_ROCM_RX = re.compile(r"\+rocm(\d+)\.?(\d+)?")
 _CUPY_CUDA_RX = re.compile(r"^cupy-cuda(\d+)(x|\d)$")
 _CUPY_ROCM_RX = re.compile(r"^cupy-rocm-(\d+)-(\d+)$")
-_TF_DISTS = frozenset(
-    {
-        "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm", "tensorflow-intel",
-        "tensorflow-macos", "tensorflow-cpu-aws", "intel-tensorflow", "tf-nightly",
-        "tf-nightly-cpu", "tf-nightly-gpu",
-    }
-)  # fmt: skip
-_ORT_DISTS = frozenset(
-    {
-        "onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm", "onnxruntime-migraphx",
-        "onnxruntime-openvino", "onnxruntime-directml", "onnxruntime-training",
-        "onnxruntime-qnn", "ort-nightly", "ort-nightly-gpu",
-    }
-)  # fmt: skip
 _JAX_RX = re.compile(r"^jax-(cuda|rocm)(\d+)-(plugin|pjrt)$")
 
 # --------------------------------------------------------------------------- the collector
 
-#: the stack each distribution handler reports
-_CPE = {
-    "torch": "linuxfoundation:pytorch",
-    "tensorflow": "google:tensorflow",
-    "vllm": "vllm:vllm",
-}
-_VENDOR = {
-    "pytorch": ("pytorch", "PyTorch Foundation"),
-    "tensorflow": ("google", "Google LLC"),
-    "jax": ("google", "Google LLC"),
-    "cupy": ("cupy", "Preferred Networks, Inc."),
-    "onnxruntime": ("microsoft", "Microsoft Corporation"),
-    "vllm": ("vllm", "vLLM project"),
-}
+def _framework_entries() -> tuple[packages.PackageProduct, ...]:
+    """The package entries this collector reads (``catalog/packages.yaml``: ``detect`` with
+    a ``reader``), in file order."""
+    return tuple(e for e in packages.entries() if e.detect.get("reader"))
+
+
+def _detect_str(e: packages.PackageProduct, key: str) -> str | None:
+    v = e.detect.get(key)
+    if v is not None and not isinstance(v, str):
+        raise catalog.CatalogError(f"packages.yaml: {e.stack} {e.product}: detect {key} "
+                                   "must be a string")
+    return v
+
+
+def _detect_strs(e: packages.PackageProduct, key: str) -> tuple[str, ...]:
+    v = e.detect.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise catalog.CatalogError(f"packages.yaml: {e.stack} {e.product}: detect {key} "
+                                   "must be a list of strings")
+    return tuple(v)
+
+
+class _Fw:
+    """One framework's ``detect`` entry, checked: the stack and product it reports, the
+    component's identity and what its reader needs."""
+
+    def __init__(self, e: packages.PackageProduct) -> None:
+        self.stack = e.stack
+        self.product = e.product
+        self.reader = _detect_str(e, "reader") or ""
+        self.namespace = _detect_str(e, "namespace")
+        self.supplier = _detect_str(e, "supplier")
+        self.cpe = _detect_str(e, "cpe")
+        self.package = _detect_str(e, "package") or ""
+        self.version_module = _detect_str(e, "version_module")
+        self.requires = _detect_str(e, "requires")
+        self.builds = frozenset(_detect_strs(e, "builds"))
+        self.preload = _detect_strs(e, "preload")
+        prov = e.detect.get("providers") or {}
+        if not isinstance(prov, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in prov.items()):
+            raise catalog.CatalogError(f"packages.yaml: {e.stack} {e.product}: detect "
+                                       "providers must map providers to stacks")
+        self.providers: dict[str, str] = dict(prov)
+
+
+_FRAMEWORKS: dict[tuple[str, str], _Fw] = {(e.stack, e.product): _Fw(e)
+                                           for e in _framework_entries()}
+#: the stack -> (purl namespace, supplier) of its components; product -> CPE vendor:product
+_VENDOR = {f.stack: (f.namespace, f.supplier) for f in _FRAMEWORKS.values()}
+_CPE = {f.product: f.cpe for f in _FRAMEWORKS.values() if f.cpe}
+
+
+def _reader_globs() -> tuple[str, ...]:
+    """The files each reader reads, under the entries' package directories (readers in a
+    fixed order: the path specs' order does not follow the table's)."""
+    by_reader = {f.reader: f for f in _FRAMEWORKS.values()}
+    files: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("torch-version", ("{module}",)),
+        ("tf-build-info", ("{package}/python/platform/build_info.py",)),
+        ("ort-build-info", ("{package}/capi/build_and_package_info.py",)),
+        ("cupy-wheel", ("{module}", "{package}/.data/_wheel.json")),
+        ("jax-plugin", ("jax*/version.py", "jax_plugins/*/version.py",
+                        "jax_plugins/*/__init__.py")),
+        ("vllm-version", ("{package}/_version.py",)),
+    )
+    out: list[str] = []
+    for reader, globs in files:
+        fw = by_reader.get(reader)
+        if fw is not None:
+            out += ["/**/" + g.format(module=fw.version_module, package=fw.package)
+                    for g in globs]
+    return tuple(out)
 
 
 class _Found:
@@ -108,15 +157,7 @@ class FrameworksCollector(Collector):
     version = "1"
     paths = (
         PathSpec("/**/*.dist-info/METADATA", max_size=16 * 1024 * 1024),
-        PathSpec("/**/torch/version.py", max_size=_SMALL),
-        PathSpec("/**/tensorflow/python/platform/build_info.py", max_size=_SMALL),
-        PathSpec("/**/onnxruntime/capi/build_and_package_info.py", max_size=_SMALL),
-        PathSpec("/**/cupy/_version.py", max_size=_SMALL),
-        PathSpec("/**/cupy/.data/_wheel.json", max_size=_SMALL),
-        PathSpec("/**/jax*/version.py", max_size=_SMALL),
-        PathSpec("/**/jax_plugins/*/version.py", max_size=_SMALL),
-        PathSpec("/**/jax_plugins/*/__init__.py", max_size=_SMALL),
-        PathSpec("/**/vllm/_version.py", max_size=_SMALL),
+        *(PathSpec(g, max_size=_SMALL) for g in _reader_globs()),
         *LIBRARY_PATHS,
     )
 
@@ -127,12 +168,13 @@ class FrameworksCollector(Collector):
             nv = dist_info_name(dist_dir)
             if nv is None:
                 continue
-            handler = self._handler(nv[0])
-            if handler is None:
+            hit = self._handler(nv[0])
+            if hit is None:
                 continue
+            handler, fw = hit
             site = posixpath.dirname(dist_dir)
             try:
-                found = handler(ctx, site, nv[0], nv[1], meta)
+                found = handler(ctx, fw, site, nv[0], nv[1], meta)
             except Exception as e:  # noqa: BLE001 - one broken install must not hide others
                 ctx.unknown(f"cannot read {nv[0]} build details: {type(e).__name__}: {e}", meta)
                 continue
@@ -149,18 +191,19 @@ class FrameworksCollector(Collector):
         have = {c.properties.get("package-dir") or "" for c in found}
         have |= {(c.properties.get("location") or "") + "/" + c.name for c in found}
         out: list[Component] = []
-        handlers: tuple[tuple[str, str, Callable[..., _Found | None]], ...] = (
-            ("torch/version.py", "torch", self._torch),
-            ("cupy/_version.py", "cupy", self._cupy),
-        )
-        for module, dist, handler in handlers:
+        readers = self._readers()
+        # the frameworks whose entry names a version module (the distribution: the product)
+        handlers = tuple((fw.version_module, fw.product, readers[fw.reader], fw)
+                         for fw in _FRAMEWORKS.values()
+                         if fw.version_module and fw.reader in readers)
+        for module, dist, handler, fw in handlers:
             for path in ctx.fs.glob("/**/" + module):
                 pkg_dir = posixpath.dirname(path)
                 site = posixpath.dirname(pkg_dir)
                 if pkg_dir in have or not ctx.fs.is_file(path):
                     continue
                 try:
-                    f = handler(ctx, site, dist, None, path)
+                    f = handler(ctx, fw, site, dist, None, path)
                 except Exception as e:  # noqa: BLE001 - one broken install must not hide others
                     ctx.unknown(f"cannot read {module}: {type(e).__name__}: {e}", path)
                     continue
@@ -172,16 +215,22 @@ class FrameworksCollector(Collector):
                 out.append(self._component(f))
         return out
 
-    def _handler(self, dist: str) -> Callable[..., _Found | None] | None:
+    def _readers(self) -> dict[str, Callable[..., _Found | None]]:
+        """The readers, by the ``reader`` a framework's entry names (each framework writes
+        its build details in files of its own)."""
+        return {"torch-version": self._torch, "jax-plugin": self._jax,
+                "cupy-wheel": self._cupy, "tf-build-info": self._tensorflow,
+                "ort-build-info": self._onnxruntime, "vllm-version": self._vllm}
+
+    def _handler(self, dist: str) -> tuple[Callable[..., _Found | None], _Fw] | None:
         """The reader of a distribution (canonical PyPI name) the catalog names as one of
-        the frameworks (``catalog/packages.yaml``: torch, jaxlib and jax plugins, cupy
-        builds, tensorflow builds, onnxruntime builds, vllm); None for any other."""
-        hit = packages.product_of("pypi", dist)
-        if hit is None:
-            return None
-        return {"pytorch": self._torch, "jax": self._jax, "cupy": self._cupy,
-                "tensorflow": self._tensorflow, "onnxruntime": self._onnxruntime,
-                "vllm": self._vllm}.get(hit[0])
+        the frameworks (``catalog/packages.yaml``, entries with ``detect``: torch, jaxlib and
+        jax plugins, cupy builds, tensorflow builds, onnxruntime builds, vllm), and the
+        framework's entry; None for any other."""
+        hit = packages.entry_of("pypi", dist)
+        fw = _FRAMEWORKS.get((hit[0].stack, hit[0].product)) if hit else None
+        reader = self._readers().get(fw.reader) if fw else None
+        return (reader, fw) if reader and fw else None
 
     @staticmethod
     def _component(f: _Found) -> Component:
@@ -215,12 +264,13 @@ class FrameworksCollector(Collector):
 
     # -- torch ---------------------------------------------------------------------------------
 
-    def _torch(self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str) -> _Found:
-        path = f"{site}/torch/version.py"
+    def _torch(self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str,
+               meta: str) -> _Found:
+        path = f"{site}/{fw.version_module}"
         text = self._read(ctx, path)
-        f = _Found("torch", "pytorch", ver)
+        f = _Found(fw.product, fw.stack, ver)
         f.props["location"] = site
-        f.props["package-dir"] = f"{site}/torch"
+        f.props["package-dir"] = f"{site}/{fw.package}"
         if text is None:
             self._meta_evidence(ctx, f, meta, dist, ver)
             f.props["built-for"] = torch_built_for({}, ver)
@@ -246,8 +296,9 @@ class FrameworksCollector(Collector):
 
     # -- JAX -----------------------------------------------------------------------------------
 
-    def _jax(self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str) -> _Found:
-        f = _Found(dist, "jax", ver)
+    def _jax(self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str,
+             meta: str) -> _Found:
+        f = _Found(dist, fw.stack, ver)
         m = _JAX_RX.match(dist)
         if m is None:  # jaxlib: the CPU runtime; GPUs come through plugins
             dirs = [f"{site}/jaxlib"]
@@ -288,17 +339,18 @@ class FrameworksCollector(Collector):
 
     # -- CuPy ----------------------------------------------------------------------------------
 
-    def _cupy(self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str) -> _Found:
-        f = _Found("cupy", "cupy", ver)
+    def _cupy(self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str,
+              meta: str) -> _Found:
+        f = _Found(fw.product, fw.stack, ver)
         f.props["location"] = site
-        f.props["package-dir"] = f"{site}/cupy"
+        f.props["package-dir"] = f"{site}/{fw.package}"
         f.props["cupy:distribution"] = dist
         if m := _CUPY_CUDA_RX.match(dist):
             major, minor = m.groups()
             f.props["built-for"] = f"cuda {major}" if minor == "x" else f"cuda {major}.{minor}"
         elif m := _CUPY_ROCM_RX.match(dist):
             f.props["built-for"] = f"rocm {m.group(1)}.{m.group(2)}"
-        vfile = f"{site}/cupy/_version.py"
+        vfile = f"{site}/{fw.version_module}"
         text = self._read(ctx, vfile)
         v = py_string_assign(text, "__version__") if text else None
         if v:
@@ -306,7 +358,7 @@ class FrameworksCollector(Collector):
             f.evidence.append(
                 ctx.evidence(EvidenceMethod.VERSION_FILE.value, vfile, f"__version__ = {v!r}")
             )
-        wj = f"{site}/cupy/.data/_wheel.json"
+        wj = f"{site}/{fw.package}/.data/_wheel.json"
         text = self._read(ctx, wj)
         if text:
             try:
@@ -319,7 +371,7 @@ class FrameworksCollector(Collector):
                     f.props["cupy:wheel-cuda"] = cuda
                     if "built-for" not in f.props:
                         f.props["built-for"] = f"cuda {cuda}"
-                for k in ("cudnn", "nccl", "cutensor"):
+                for k in fw.preload:
                     lib = doc.get(k)
                     if isinstance(lib, dict) and isinstance(lib.get("version"), str):
                         f.props[f"cupy:preload:{k}"] = lib["version"]
@@ -334,15 +386,15 @@ class FrameworksCollector(Collector):
     # -- TensorFlow ----------------------------------------------------------------------------
 
     def _tensorflow(
-        self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str
+        self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str, meta: str
     ) -> _Found | None:
-        f = _Found("tensorflow", "tensorflow", ver)
+        f = _Found(fw.product, fw.stack, ver)
         f.props["location"] = site
-        f.props["package-dir"] = f"{site}/tensorflow"
+        f.props["package-dir"] = f"{site}/{fw.package}"
         f.props["tensorflow:distribution"] = dist
-        path = f"{site}/tensorflow/python/platform/build_info.py"
+        path = f"{site}/{fw.package}/python/platform/build_info.py"
         text = self._read(ctx, path)
-        if text is None and dist not in _TF_DISTS:
+        if text is None and dist not in fw.builds:
             return None  # an add-on project (tensorflow-foo), not a TensorFlow build
         self._meta_evidence(ctx, f, meta, dist, ver)  # TF writes its version nowhere simpler
         if text is None:
@@ -379,15 +431,15 @@ class FrameworksCollector(Collector):
     # -- ONNX Runtime --------------------------------------------------------------------------
 
     def _onnxruntime(
-        self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str
+        self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str, meta: str
     ) -> _Found | None:
-        f = _Found("onnxruntime", "onnxruntime", ver)
-        capi = f"{site}/onnxruntime/capi"
+        f = _Found(fw.product, fw.stack, ver)
+        capi = f"{site}/{fw.package}/capi"
         f.props["location"] = site
-        f.props["package-dir"] = f"{site}/onnxruntime"
+        f.props["package-dir"] = f"{site}/{fw.package}"
         path = capi + "/build_and_package_info.py"
         text = self._read(ctx, path)
-        if text is None and dist not in _ORT_DISTS:
+        if text is None and dist not in fw.builds:
             return None  # an add-on project, not an ONNX Runtime build
         c = module_constants(text) if text else {}
         if isinstance(c.get("__version__"), str) and c["__version__"]:
@@ -414,12 +466,8 @@ class FrameworksCollector(Collector):
             bf = f"cuda {c['cuda_version']}"
         elif c.get("rocm_version"):
             bf = f"rocm {c['rocm_version']}"
-        elif "cuda" in providers or "tensorrt" in providers:
-            bf = "cuda"
-        elif "rocm" in providers or "migraphx" in providers:
-            bf = "rocm"
-        elif "openvino" in providers:
-            bf = "openvino"
+        elif by_provider := next((t for p, t in fw.providers.items() if p in providers), None):
+            bf = by_provider  # the entry's providers, in order: the first present wins
         elif dist.endswith("-gpu"):
             bf = "cuda"
         else:
@@ -440,9 +488,10 @@ class FrameworksCollector(Collector):
 
     # -- vLLM ----------------------------------------------------------------------------------
 
-    def _vllm(self, ctx: CollectContext, site: str, dist: str, ver: str, meta: str) -> _Found:
-        f = _Found("vllm", "vllm", ver)
-        pkg = f"{site}/vllm"
+    def _vllm(self, ctx: CollectContext, fw: _Fw, site: str, dist: str, ver: str,
+              meta: str) -> _Found:
+        f = _Found(fw.product, fw.stack, ver)
+        pkg = f"{site}/{fw.package}"
         f.props["location"] = site
         f.props["package-dir"] = pkg
         vfile = pkg + "/_version.py"
@@ -461,12 +510,14 @@ class FrameworksCollector(Collector):
             text_meta = ctx.fs.read_text(meta)
         except VIEW_ERRORS:  # the python collector reports unreadable metadata (one unknown)
             text_meta = ""
+        required = fw.requires  # the requirement recorded (the framework it runs on)
         if text_meta:
             for line in text_meta.splitlines():
                 if line.lower().startswith("requires-dist:"):
                     req = line.split(":", 1)[1].strip()
-                    if re.match(r"^torch\s*(?:[=<>!~;(\[]|$)", req) and "extra" not in req:
-                        f.props["vllm:requires-torch"] = req
+                    if required and re.match(rf"^{re.escape(required)}\s*(?:[=<>!~;(\[]|$)",
+                                             req) and "extra" not in req:
+                        f.props[f"{fw.stack}:requires-{required}"] = req
                         f.evidence.append(
                             ctx.evidence(
                                 EvidenceMethod.PACKAGE_METADATA.value, meta, f"Requires-Dist: {req}"

@@ -15,20 +15,24 @@ magic are not scanned. For each file with device code, one observation:
   (``gfx90a:xnack-``), ``hip:compressed``; comma-separated, sorted (architectures
   numerically).
 
+The same targets are the observation's one :class:`gpusbom.devicecode.DeviceCode` record
+(``device_code``): the file's own, kept per file wherever the observation is merged.
+
 No ``stack``/``product``: these are facts about a file, not a product. Fusion merges them
 into the package owning the file (the nvjpeg wheel then carries ``cuda:sass``) or into the
-stack collector's observation of the same file; set-valued properties of several files of
-one package are unioned.
+stack collector's observation of the same file; the package's properties are then the union
+over its files (a summary), its ``device_code`` lists each file with its own targets.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .. import settings
+from ..devicecode import DeviceCode
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
 from ..model import Component, ComponentType, EvidenceMethod
@@ -37,6 +41,7 @@ from .base import CollectContext, Collector
 
 if TYPE_CHECKING:
     from ..binary.stream import GpuCodeScanner
+    from ..binary.sycl_stream import SyclScanner
 
 # gpusbom.binary (elftools, zstandard: ~110 ms) is imported only when a file is analysed:
 # host scans do not analyse binaries, and the import would cost them every run.
@@ -50,15 +55,26 @@ def _scanner() -> GpuCodeScanner:
 
     # GPUSBOM_NO_BINARY_HASH=1 turns the SHA-256 off (benchmarks/scan_gpu_binaries.py
     # measures what it costs with it)
-    return GpuCodeScanner(sha256=os.environ.get("GPUSBOM_NO_BINARY_HASH", "") in ("", "0"))
+    return GpuCodeScanner(sha256=not settings.get("no_binary_hash"))
 
 
 #: executables (ELF ``ET_EXEC`` or PIE) get the same analysis as shared libraries; files of
 #: these directories that are not ELF are dropped after their first bytes
 EXEC_GLOBS = ("/**/bin/*", "/**/sbin/*", "/**/libexec/**")
 
+#: the device-code scanner factory, shared by other collectors' path specs (the same
+#: function object: the matcher runs one factory once per file)
+stream_scanner = _scanner
+
+
+def _sycl_scanner() -> SyclScanner:
+    from ..binary.sycl_stream import SyclScanner
+
+    return SyclScanner()
+
+
 PATHS = tuple(
-    PathSpec(p, max_size=0, stream=_scanner)
+    PathSpec(p, max_size=0, stream=(_scanner, _sycl_scanner))
     for p in ("/**/*.so", "/**/*.so.*", "/**/*.fatbin", "/**/*.cubin", "/**/*.hsaco", *EXEC_GLOBS)
 )
 
@@ -107,7 +123,18 @@ def properties(analysis: dict[str, Any]) -> dict[str, str]:
         props["hip:gfx"] = ",".join(hip["gfx"])
     if hip.get("compressed"):
         props["hip:compressed"] = ",".join(hip["compressed"])
+    if analysis.get("intel"):
+        from ..compat.intel import intel_properties
+
+        props.update(intel_properties(analysis))
     return props
+
+
+def _format(path: str) -> str:
+    for ext in _CODE_EXT:
+        if path.endswith(ext):
+            return ext[1:]
+    return "elf"
 
 
 def _detail(analysis: dict[str, Any]) -> str:
@@ -121,13 +148,19 @@ def _detail(analysis: dict[str, Any]) -> str:
     hip = analysis.get("hip")
     if hip and hip.get("targets"):
         parts.append(f"{hip['bundles']} offload bundles: {len(hip['gfx'])} gfx targets")
+    intel = analysis.get("intel")
+    if intel and (intel.get("sycl") or intel.get("zebins")):
+        parts.append(f"SYCL {'/'.join(intel.get('sycl') or ['?'])}: {intel.get('zebins', 0)} "
+                     f"zebins in {intel.get('archives', 0)} ocloc archives")
     return "; ".join(parts) or "GPU code"
 
 
 @register
 class GpuBinaries(Collector):
     id = "gpu-binaries"
-    version = "3"  # 3: the file's sha256
+    # 3: the file's sha256; 4: device_code per file; 5: Intel SYCL code; 6: every ELF file's
+    # sha256 and build-id in its analysis (the fingerprint database identifies by them)
+    version = "6"
     phase = 2
     paths = PATHS
 
@@ -142,7 +175,7 @@ class GpuBinaries(Collector):
                 target = fs.lookup(entry.linkname or "", follow=False) if entry.linkname else None
                 if target is not None and target.analysis is not None:
                     continue  # reported at the file it links to
-            for kind in ("cuda", "hip"):
+            for kind in ("cuda", "hip", "intel"):
                 part = analysis.get(kind) or {}
                 if part.get("errors"):
                     msgs = part.get("error_messages") or []
@@ -155,6 +188,15 @@ class GpuBinaries(Collector):
             if not props:
                 continue
             name, version, is_lib = name_version(path)
+            ev = dataclasses.replace(
+                ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis)),
+                sha256=analysis.get("sha256"),
+            )
+            kind = ("library" if is_lib else "executable" if _is_executable(path)
+                    else "code-object")
+            code = DeviceCode(path=path, targets=dict(props), kind=kind, format=_format(path),
+                              layer=ev.layer, sha256=ev.sha256, collector=self.id,
+                              detail=ev.detail)
             yield Component(
                 name=name,
                 version=version,
@@ -164,11 +206,7 @@ class GpuBinaries(Collector):
                 if _is_executable(path)
                 else ComponentType.FILE,
                 properties=props,
-                evidence=[
-                    dataclasses.replace(
-                        ctx.evidence(EvidenceMethod.ELF.value, path, _detail(analysis)),
-                        sha256=analysis.get("sha256"),
-                    )
-                ],
+                evidence=[ev],
                 ecosystem="generic",
+                device_code=[code],
             )

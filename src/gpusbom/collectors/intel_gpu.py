@@ -15,7 +15,8 @@ Stack ``intel-gpu``; products and sources:
   release (22.3.3) comes from the owning package.
 
 Every component keeps what its file name says in ``file-version``; evidence details say
-when a version came from a package.
+when a version came from a package. The files, and the products they are, come from the
+stack's catalog rows (the fields are listed where this module reads them).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from ..catalog import Product, detection
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
@@ -42,12 +44,37 @@ __all__ = ["IntelGpuCollector"]
 
 STACK = "intel-gpu"
 ICD_DIR = "/etc/OpenCL/vendors"
-ICD_FILES = ("intel.icd", "intel_legacy1.icd")
-NEO_LIBS = ("libigdrcl", "libigdrcl_legacy1")
-#: soname stem -> product; their file versions are ABI versions
-ABI_LIBS = {"libigc": "igc", "libigdfcl": "igc", "libigdgmm": "gmmlib"}
 BIN_DIRS = ("/usr/bin", "/usr/local/bin")
-_OCLOC_RX = re.compile(r"^ocloc(?:-(\d+\.\d+\.\d+(?:\.\d+)?))?$")
+_RELEASE_SUFFIX = r"(?:-(\d+\.\d+\.\d+(?:\.\d+)?))?$"
+
+
+def _product(row: Product) -> str:
+    return row.found_as[1]
+
+
+#: the stack's rows name what this collector reads (``products.yaml``):
+#: ``icd_libraries``: OpenCL drivers (``<subdir>/<stem>`` under a library directory) whose
+#: file name carries no version (the owning package's); a stem's ``_<variant>`` suffix is
+#: the ``variant`` property; ``icd_files``: the ICD files in ``ICD_DIR`` that name them
+ICD_LIBS = detection.row_map(STACK, "icd_libraries")
+ICD_FILES = detection.listed(STACK, "icd_files")
+#: ``versioned_bins``: executables that are products of their own name, whose vendor
+#: packages put the release in the file name (``NAME-YY.WW.BUILD.HOTFIX``)
+BINS = detection.listed(STACK, "versioned_bins")
+_BIN_RX = {b: re.compile("^" + re.escape(b) + _RELEASE_SUFFIX) for b in BINS}
+#: soname stem -> product: the rows' ``libraries``, whose file versions are ABI versions
+#: (the release comes from the owning package)
+ABI_LIBS = {stem: _product(r) for stem, r in detection.row_map(STACK, "libraries").items()}
+
+
+def _icd_globs() -> list[str]:
+    return [f"{d}/{lib}.so*" for d in LIB_DIRS for lib in ICD_LIBS]
+
+
+def _icd_lib(name: str) -> tuple[str, Product]:
+    """The ``icd_libraries`` entry a file name is (the longest stem it starts with)."""
+    lib = max((x for x in ICD_LIBS if name.startswith(posixpath.basename(x) + ".so")), key=len)
+    return lib, ICD_LIBS[lib]
 
 
 @register
@@ -55,24 +82,18 @@ class IntelGpuCollector(Collector):
     id = "intel-gpu"
     version = "1"
     paths = (
-        *(
-            PathSpec(f"{d}/intel-opencl/{lib}.so*", max_size=0)
-            for d in LIB_DIRS
-            for lib in NEO_LIBS
-        ),
+        *(PathSpec(g, max_size=0) for g in _icd_globs()),
         *(PathSpec(f"{ICD_DIR}/{name}", max_size=64 * 1024) for name in ICD_FILES),
         *lib_specs(ABI_LIBS),
-        *(PathSpec(f"{d}/ocloc*", max_size=0) for d in BIN_DIRS),
+        *(PathSpec(f"{d}/{b}*", max_size=0) for d in BIN_DIRS for b in BINS),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         icds = self._icds(ctx)
         out: list[Component] = []
-        for path in real_files(
-            ctx, [f"{d}/intel-opencl/{lib}.so*" for d in LIB_DIRS for lib in NEO_LIBS]
-        ):
+        for path in real_files(ctx, _icd_globs()):
             out.append(self._neo(ctx, path, icds))
-        for path in real_files(ctx, [f"{d}/ocloc*" for d in BIN_DIRS]):
+        for path in real_files(ctx, [f"{d}/{b}*" for d in BIN_DIRS for b in BINS]):
             comp = self._ocloc(ctx, path)
             if comp is not None:
                 out.append(comp)
@@ -102,9 +123,11 @@ class IntelGpuCollector(Collector):
         name = posixpath.basename(path)
         detail = name + (f"; {owned.detail}" if owned else "")
         evidence = [ctx.evidence(EvidenceMethod.FILENAME.value, path, detail)]
+        lib, row = _icd_lib(name)
         props: dict[str, str] = {}
-        if name.startswith("libigdrcl_legacy1"):
-            props["variant"] = "legacy1"
+        variant = posixpath.basename(lib).partition("_")[2]
+        if variant:
+            props["variant"] = variant
         for key, (icd, line) in sorted(icds.items()):
             try:
                 real = ctx.fs.realpath(key) if key.startswith("/") else None
@@ -117,7 +140,7 @@ class IntelGpuCollector(Collector):
                 )
         return observation(
             ctx,
-            product="intel-compute-runtime",
+            product=_product(row),
             version=owned.version if owned else None,
             vendor=INTEL,
             stack=STACK,
@@ -128,9 +151,10 @@ class IntelGpuCollector(Collector):
 
     def _ocloc(self, ctx: CollectContext, path: str) -> Component | None:
         name = posixpath.basename(path)
-        m = _OCLOC_RX.match(name)
-        if not m:
+        hit = next(((b, m) for b, rx in _BIN_RX.items() if (m := rx.match(name))), None)
+        if hit is None:
             return None
+        product, m = hit
         owned = owned_version(ctx, path)
         if m.group(1):
             version: str | None = m.group(1)
@@ -140,7 +164,7 @@ class IntelGpuCollector(Collector):
             detail = name + (f"; {owned.detail}" if owned else "")
         return observation(
             ctx,
-            product="ocloc",
+            product=product,
             version=version,
             vendor=INTEL,
             stack=STACK,

@@ -14,6 +14,11 @@ Stack ``oneapi``. Three sources:
   ``onednn``, ``intel-opencl-rt``, ``impi-rt``, ``tbb``, ``intel-openmp`` ...): an
   observation on the wheel's ``METADATA`` file, which the Python cataloger's component
   owns (through ``RECORD``), so fusion tags that component with the oneAPI product.
+
+The root, the component directories and the wheel names are the catalog's (the rows'
+``install_dirs``, the toolkit row's ``install_root``, ``release_product`` and
+``component_dirs``; ``packages.yaml``); the libraries whose release the binaries name are
+the classifier rows of the stack.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import re
 from collections.abc import Iterable
 
 from .._pep503 import canonicalize_name
-from ..catalog import packages
+from ..catalog import detection, packages
 from ..errors import UnsafeArchiveError
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
@@ -34,34 +39,35 @@ from ._classify import hits as classifier_hits
 from ._classify import paths_for as classifier_paths
 from .base import CollectContext, Collector
 from .python import parse_core_metadata
+from .strategies.classified import products as classifier_products
 
 __all__ = ["COMPONENT_DIRS", "ONEAPI_WHEELS", "IntelOneApiCollector"]
 
 STACK = "oneapi"
-ROOT = "/opt/intel/oneapi"
 
-#: component directory -> product id (directories not listed use ``oneapi-<dir>``)
-COMPONENT_DIRS = {
-    "compiler": "dpcpp-compiler",
-    "mkl": "mkl",
-    "tbb": "tbb",
-    "dnnl": "onednn",
-    "ccl": "oneccl",
-    "mpi": "intel-mpi",
-    "dpl": "onedpl",
-    "dal": "onedal",
-    "ipp": "ipp",
-    "ippcp": "ippcp",
-    "dpcpp-ct": "dpct",
-    "debugger": "oneapi-debugger",
-    "vtune": "vtune",
-    "advisor": "advisor",
-    "umf": "umf",
-    "pti": "pti",
-    "tcm": "tcm",
-    "ishmem": "ishmem",
-    "dev-utilities": "oneapi-dev-utilities",
-}
+
+def _layout() -> tuple[str, str, dict[str, str]]:
+    """(install root, the unified layout's product, component directory -> product): the
+    stack's row with ``install_root`` and the rows' ``install_dirs`` (``products.yaml``)."""
+    top = detection.row_with(STACK, "install_root")
+    root = detection.str_field(top, "install_root") if top else None
+    release = detection.str_field(top, "release_product") if top else None
+    if top is None or not root or not release:  # a packaging bug: tests load the catalog
+        raise RuntimeError(f"catalog: no row of stack {STACK} names its install root")
+    dirs: dict[str, str] = {}
+    for d, row in detection.row_map(STACK, "install_dirs").items():
+        own = [c.rpartition("/")[2] for c in row.collector]
+        dirs[d] = d if d in own else row.found_as[1]
+    for d, product in detection.str_map(top, "component_dirs").items():
+        dirs.setdefault(d, product)
+    return root, release, dirs
+
+
+#: the install root; the unified layout's product (the toolkit release); component
+#: directory -> product (directories not listed use ``oneapi-<dir>``)
+ROOT, RELEASE_PRODUCT, COMPONENT_DIRS = _layout()
+#: the products classifier rows read from this stack's binaries (``libsycl.so``)
+BINARY_PRODUCTS = classifier_products(STACK)
 #: top-level entries that are not components
 _NOT_COMPONENTS = {
     "etc",
@@ -95,7 +101,7 @@ class IntelOneApiCollector(Collector):
         PathSpec(f"{ROOT}/*/oneapi-vars.sh", max_size=0),
         PathSpec(f"{ROOT}/setvars.sh", max_size=0),
         *(PathSpec(g, max_size=16 * 1024 * 1024) for g in _dist_info_globs()),
-        *classifier_paths(["sycl-runtime"]),
+        *classifier_paths(BINARY_PRODUCTS),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -115,7 +121,7 @@ class IntelOneApiCollector(Collector):
             an = entry.analysis
             if not an or not any(k.startswith("classify/") for k in an):
                 continue
-            for hit in classifier_hits(an, entry.path, ["sycl-runtime"]):
+            for hit in classifier_hits(an, entry.path, BINARY_PRODUCTS):
                 if not hit.version:
                     continue
                 props = {
@@ -182,7 +188,7 @@ class IntelOneApiCollector(Collector):
             props["latest"] = "true"
         return observation(
             ctx,
-            product="oneapi",
+            product=RELEASE_PRODUCT,
             version=release,
             vendor=INTEL,
             stack=STACK,

@@ -10,6 +10,10 @@
   number of the compute-runtime release ``YY.WW.BUILD.HOTFIX`` (``compute-runtime-build``).
   The legacy driver for older GPUs (``libze_intel_gpu_legacy1.so.1.X.BUILD``) is
   ``level-zero-gpu-driver-legacy``.
+
+The library stems and their products are the catalog's (``names.yaml``, stacks
+``level-zero`` and ``intel-gpu``); the stems whose file version is the product's release
+rather than an ABI version are the ``release_sonames`` of the stack's rows.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from ..catalog import names
+from ..catalog import detection, names
 from ..model import Component, EvidenceMethod
 from . import register
 from ._amd_intel import (
@@ -33,10 +37,12 @@ from .base import CollectContext, Collector
 
 __all__ = ["LevelZeroCollector"]
 
-_FILE_IS_VERSION = frozenset({"libze_intel_gpu", "libze_intel_gpu_legacy1"})
+STACKS = ("level-zero", "intel-gpu")
+#: stems whose file name carries the product's release (the rows' ``release_sonames``)
+_FILE_IS_VERSION = frozenset(s for st in STACKS for s in detection.listed(st, "release_sonames"))
 LIBRARIES = {  # stem -> (product, stack, the file name is the product's version): names.yaml
     stem: (product, stack, stem in _FILE_IS_VERSION)
-    for stack in ("level-zero", "intel-gpu")
+    for stack in STACKS
     for stem, product in names.libraries(stack).items()
 }
 LIB_DIRS_L0 = (*LIB_DIRS, "/opt/intel/oneapi/*/lib", "/opt/intel/oneapi/*/*/lib")

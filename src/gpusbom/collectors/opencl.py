@@ -14,7 +14,9 @@ Environment overrides, from the image config: ``OCL_ICD_VENDORS`` (another
 vendors directory, or one ``.icd`` file) and ``OCL_ICD_FILENAMES`` (a ``:``
 list of libraries, loaded as ICDs without any ``.icd`` file).
 
-The ICD loader itself (``libOpenCL.so.1``) is reported as
+The loader and the known drivers are the catalog's loader row (``opencl-icd-loader``:
+``loader``, ``icd_products``, ``icd_drivers``). The ICD loader itself (``libOpenCL.so.1``)
+is reported as
 ``opencl-icd-loader``; its file name version (``1.0.0``) is the ABI, not the
 loader's release, so the version comes from the owning package when known.
 
@@ -26,7 +28,6 @@ image is executed.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Iterator
 
 from ..fsview.spec import PathSpec
@@ -40,6 +41,7 @@ from ._libs import (
     find_library,
     generic_purl,
     icd_component,
+    icd_row,
     library_dirs,
     package_label,
     package_version,
@@ -67,45 +69,28 @@ _LIB_CONTENT = 64 * 1024 * 1024
 # -- OpenCL ---------------------------------------------------------------------------------
 
 
-_POCL_RX = re.compile(rb"PoCL (\d+\.\d+(?:\.\d+)?(?:-pre|-rc\d*)?)")
-_DRIVERS: dict[str, _Driver] = {
-    "libpocl": _Driver(
-        "pocl",
-        "pocl",
-        "PoCL project",
-        embedded=_POCL_RX,
-        cpe="pocl:pocl",
-    ),
-    "libnvidia-opencl": _Driver("nvidia-opencl", "nvidia", "NVIDIA Corporation", True),
-    "libigdrcl": _Driver("intel-opencl", "intel", "Intel Corporation"),
-    "libigdrcl_legacy1": _Driver("intel-opencl-legacy", "intel", "Intel Corporation"),
-    "libintelocl": _Driver("intel-cpu-opencl", "intel", "Intel Corporation"),
-    "libintelocl_emu": _Driver("intel-fpga-emu-opencl", "intel", "Intel Corporation"),
-    "libamdocl64": _Driver("rocm-opencl", "amd", "Advanced Micro Devices, Inc."),
-    "libamdocl-orca64": _Driver("amd-orca-opencl", "amd", "Advanced Micro Devices, Inc."),
-    "libMesaOpenCL": _Driver(
-        "mesa", "mesa", "Mesa", cpe="mesa3d:mesa", driver="clover"
-    ),
-    "libRusticlOpenCL": _Driver(
-        "mesa", "mesa", "Mesa", cpe="mesa3d:mesa", driver="rusticl"
-    ),
-}
-_LOADER = "libOpenCL.so.1"
+COLLECTOR_ID = "opencl"
+#: the loader's row (``opencl-icd-loader``): its file, identity and the drivers by library stem
+_ROW = icd_row(COLLECTOR_ID)
+_DRIVERS: dict[str, _Driver] = _ROW.drivers
+_LOADER = _ROW.file
+#: libraries whose bytes a driver's version is read from (PoCL's ``libpocl.so*``)
+_SCANNED = tuple(stem for stem, d in _DRIVERS.items() if d.embedded is not None)
 
 
 def _driver_for(lib_name: str) -> _Driver:
-    return driver_for(_DRIVERS, lib_name, "opencl-icd")
+    return driver_for(_DRIVERS, lib_name, _ROW.fallback)
 
 
 @register
 class OpenCLCollector(Collector):
-    id = "opencl"
+    id = COLLECTOR_ID
     version = "2"
     paths = (
-        *classifier_paths(["opencl-icd-loader"]),
+        *classifier_paths([_ROW.product]),
         PathSpec(VENDORS_DIR + "/*.icd", max_size=_SMALL),
         PathSpec("/**/*.icd", max_size=_SMALL),  # OCL_ICD_VENDORS may name another directory
-        PathSpec("/**/libpocl.so*", max_size=_LIB_CONTENT),
+        *(PathSpec(f"/**/{stem}.so*", max_size=_LIB_CONTENT) for stem in _SCANNED),
         *LIBRARY_PATHS,
     )
 
@@ -203,7 +188,7 @@ class OpenCLCollector(Collector):
     ) -> Component:
         drv = _driver_for(lib)
         props = {
-            "stack": "opencl",
+            "stack": _ROW.stack,
             "product": drv.product,
             "opencl:driver": drv.driver or drv.product,
             "icd-library": lib,
@@ -225,9 +210,10 @@ class OpenCLCollector(Collector):
             seen.add(real)
             owner = ctx.owner(real)
             version = package_version(owner)
+            impl = _ROW.implementation
             props = {
-                "stack": "opencl",
-                "product": "opencl-icd-loader",
+                "stack": _ROW.stack,
+                "product": _ROW.product,
                 "location": posixpath.dirname(real),
                 "library": real,
             }
@@ -235,8 +221,9 @@ class OpenCLCollector(Collector):
             if sover:
                 props["soname-version"] = sover
             evidence = [ctx.evidence(EvidenceMethod.SONAME.value, real, posixpath.basename(real))]
-            for hit in classifier_hits(ctx.fs.analysis(real), real, ["opencl-icd-loader"]):
-                # ocl-icd's own version string: the release when no package says it
+            for hit in classifier_hits(ctx.fs.analysis(real), real, [_ROW.product]):
+                # the implementation's own version string (ocl-icd's): the release when no
+                # package says it
                 evidence.append(
                     ctx.evidence(hit.method, real, f"{hit.detail} ({hit.row.confidence})")
                 )
@@ -245,19 +232,22 @@ class OpenCLCollector(Collector):
                     props["version-source"] = hit.method
                     props["version-method"] = hit.method
                     props["version-confidence"] = hit.row.confidence
-                    props["implementation"] = "ocl-icd"
-            vendor = "ocl-icd" if props.get("implementation") == "ocl-icd" else "khronos"
+                    if impl:
+                        props["implementation"] = impl
+            vendor = _ROW.namespace
+            if impl and props.get("implementation") == impl:
+                vendor = impl
             if owner is not None:
                 props["library-package"] = package_label(owner) or ""
                 props["version-source"] = "package"
-                if owner.name.startswith("ocl-icd"):
-                    vendor, props["implementation"] = "ocl-icd", "ocl-icd"
+                if impl and owner.name.startswith(impl):
+                    vendor, props["implementation"] = impl, impl
             yield Component(
-                name="opencl-icd-loader",
+                name=_ROW.product,
                 version=version,
                 type=ComponentType.LIBRARY,
-                purl=generic_purl(vendor, "opencl-icd-loader", version),
-                supplier="Khronos Group" if vendor == "khronos" else None,
+                purl=generic_purl(vendor, _ROW.product, version),
+                supplier=_ROW.supplier if vendor == _ROW.namespace else None,
                 properties=props,
                 evidence=evidence,
                 ecosystem="generic",

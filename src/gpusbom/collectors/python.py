@@ -9,6 +9,9 @@ relative to the directory holding the dist-info, e.g. site-packages, and may
 climb out of it: ``../../../bin/tool``) and an egg-info directory's
 ``installed-files.txt`` (paths relative to the egg-info directory). Paths are
 normalised lexically and never leave the image root.
+
+Declared SBOMs (PEP 770): the files of a dist-info's ``sboms/`` directory, reported on its
+component (``pep770``).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from packageurl import PackageURL
 from .._pep503 import canonicalize_name
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
-from . import register
+from . import pep770, register
 from ._pkgdb import plain_purl
-from ._premade import premade
-from .base import VIEW_ERRORS, CollectContext, Collector
+from ._premade import PremadeParser, premade, text_of
+from .base import VIEW_ERRORS, CollectContext, Collector, GroupedPaths
 
 if TYPE_CHECKING:
     from ..fsview.view import FsView
@@ -242,8 +245,9 @@ def pypi_purl(dist: PyDistribution) -> str:
 class PythonCollector(Collector):
     id = "python"
     phase = 1
-    version = "1"
+    version = "2"  # 2: PEP 770 declared SBOMs
     paths = (
+        pep770.SPEC,
         PathSpec("/**/*.dist-info/METADATA", max_size=_MAX_META),
         PathSpec("/**/*.dist-info/INSTALLER", max_size=4096),
         PathSpec("/**/*.dist-info/RECORD", max_size=_MAX_META),
@@ -293,6 +297,8 @@ class PythonCollector(Collector):
                 depends_on=list(dist.requires),
                 ecosystem="pypi",
             )
+            if meta_dir.endswith(".dist-info"):
+                pep770.attach(ctx, comp, meta_dir)
             out.append(comp)
             self._claim(ctx, comp, meta_dir)
         return out
@@ -329,3 +335,25 @@ class PythonCollector(Collector):
     def _installer(ctx: CollectContext, path: str) -> str | None:
         (got,) = premade(ctx.fs, "py-installer", path, partial(_read_installer, ctx, path))
         return got
+
+
+def record_base(path: str) -> str:
+    """The directory a ``RECORD``'s relative paths start from: the one holding its
+    ``.dist-info``."""
+    meta_dir = path.rsplit("/", 1)[0]
+    return meta_dir.rsplit("/", 1)[0] or "/"
+
+
+#: what a host walk's workers parse for this collector (``host/premake.py``)
+PREMADE = (
+    # a wheel's METADATA, an egg's PKG-INFO or a lone .egg-info file: the same core
+    # metadata (Debian's python3-* packages install eggs)
+    PremadeParser("py-metadata",
+                  lambda p: p.endswith((".dist-info/METADATA", ".egg-info/PKG-INFO", ".egg-info")),
+                  lambda p, c: parse_core_metadata(text_of(c))),
+    PremadeParser("py-installer", lambda p: p.endswith(".dist-info/INSTALLER"),
+                  lambda p, c: (installer_name(text_of(c)),)),
+    # grouped by directory: claimed per directory (collectors/base.py)
+    PremadeParser("py-record", lambda p: p.endswith(".dist-info/RECORD"),
+                  lambda p, c: GroupedPaths.of(parse_record(text_of(c), record_base(p)))),
+)

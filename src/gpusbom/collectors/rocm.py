@@ -25,6 +25,11 @@ False-positive guard: a library outside any ROCm install (e.g. Debian's
 ``distro-package`` (or ``unmanaged`` when no package owns it) and never with a
 ``release``: a lone distro HIP runtime is not "ROCm installed".
 
+The products and their files are the catalog's: the library stems (``names.yaml``), and
+the rows' fields: the release row's ``install_root`` and ``libraries`` (``librocm-core``),
+``release_sonames`` (file name = own version), ``release_table`` (HIP -> ROCm release),
+``version_header``/``version_macro`` (header-only libraries) and ``bin`` (tools).
+
 One module over 500 lines: one collector of one stack, whose readers (installs, libraries,
 headers, packages) feed the same per-install observations.
 """
@@ -36,7 +41,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..catalog import names
+from ..catalog import Product, detection, names
 from ..errors import UnsafeArchiveError
 from ..fsview.spec import PathSpec
 from ..fsview.types import EntryKind
@@ -55,44 +60,76 @@ from ._amd_intel import (
 from ._classify import hits as classifier_hits
 from ._classify import paths_for as classifier_paths
 from .base import CollectContext, Collector
+from .strategies.classified import products as classifier_products
 
 __all__ = ["ROCM_LIBRARIES", "RocmCollector", "parse_info_version", "parse_rocm_version_h"]
 
 STACK = "rocm"
 
+
+def _release_row() -> Product:
+    row = detection.row_with(STACK, "install_root")
+    if row is None or not row.libraries:  # a packaging bug: tests load the catalog
+        raise RuntimeError(f"catalog: no row of stack {STACK} names its install root")
+    return row
+
+
+#: the release's row (``install_root``): the install root (``/opt/rocm``; versioned
+#: siblings ``/opt/rocm-X.Y.Z``), the product of an install (its collector product) and the
+#: library whose presence in the root's lib directory marks an install (its ``libraries``)
+_RELEASE = _release_row()
+ROOT = detection.str_field(_RELEASE, "install_root") or ""
+RELEASE_PRODUCT = _RELEASE.found_as[1]
+CORE_LIB = _RELEASE.libraries[0]
+_ROOT_PARENT, _ROOT_NAME = posixpath.split(ROOT)
+
 #: soname stem -> (product id, the file name carries the product's own version); the stems
-#: and products are the catalog's (names.yaml, which ``scan --sbom`` classification reads too)
-_OWN_VERSION = frozenset({"libamdhip64", "libhiprtc"})
+#: and products are the catalog's (names.yaml, which ``scan --sbom`` classification reads
+#: too), the stems whose file name is the version the rows' ``release_sonames``
+_OWN_VERSION = frozenset(detection.listed(STACK, "release_sonames"))
 ROCM_LIBRARIES: dict[str, tuple[str, bool]] = {
     stem: (product, stem in _OWN_VERSION) for stem, product in names.libraries(STACK).items()
 }
+#: product -> the table of its versions' ROCm releases (a row's ``release_table``)
+RELEASE_TABLES = {
+    f.product: t for f in detection.found(STACK) if (t := detection.str_field(f.row, "release_table"))
+}
 
-#: header-only libraries: (product, header below an include dir, macro prefix)
-ROCM_HEADERS = (
-    ("rocprim", "rocprim/rocprim_version.hpp", "ROCPRIM_VERSION"),
-    ("hipcub", "hipcub/hipcub_version.hpp", "HIPCUB_VERSION"),
+#: header-only libraries: (product, header below an include dir, macro prefix), the rows'
+#: ``version_header`` and ``version_macro``
+ROCM_HEADERS = tuple(
+    (f.product, h, detection.str_field(f.row, "version_macro") or "")
+    for f in detection.found(STACK)
+    if (h := detection.str_field(f.row, "version_header"))
 )
-INCLUDE_DIRS = ("/usr/include", "/usr/local/include", "/opt/rocm*/include")
+INCLUDE_DIRS = ("/usr/include", "/usr/local/include", f"{ROOT}*/include")
 
-TOOLS = (
-    ("rocminfo", ("/usr/bin/rocminfo", "/opt/rocm*/bin/rocminfo")),
-    ("rocm-smi", ("/usr/bin/rocm-smi", "/opt/rocm*/bin/rocm-smi")),
+#: tools: (product, globs), the rows' ``bin`` under /usr/bin or an install's bin
+TOOLS = tuple(
+    (f.product, (f"/usr/bin/{f.bin}", f"{ROOT}*/bin/{f.bin}"))
+    for f in detection.found(STACK) if f.bin
 )
 
-ROCM_DIRS = ("/opt/rocm", "/opt/rocm-*")
-_ROCM_DIR_RX = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+)*)$")
+#: classifier products that name the ROCm release that built a binary (no library is
+#: that product: the compiler ident in ``.comment``)
+RELEASE_CLASSIFIERS = tuple(p for p in classifier_products(STACK)
+                            if p not in {lp for lp, _ in ROCM_LIBRARIES.values()})
+
+ROCM_DIRS = (ROOT, f"{ROOT}-*")
+_ROCM_DIR_RX = re.compile("^" + re.escape(_ROOT_NAME) + r"-(\d+\.\d+(?:\.\d+)*)$")
 _INFO_RX = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)*)(?:[-.](\S+))?\s*$")
 
 
-def hip_rocm_release(hip: str) -> dict[str, str]:
+def hip_rocm_release(hip: str, table_file: str) -> dict[str, str]:
     """The ROCm release(s) that shipped HIP ``hip`` (``5.2.21153`` -> ``5.2.3``), from the
-    table ``data/hip_rocm.json`` (sources: AMD's ROCm repository package versions). A HIP
-    version not in the table gives its major.minor only, said so; anything else, nothing."""
+    table ``table_file`` (the HIP row's ``release_table``: ``data/hip_rocm.json``, sources:
+    AMD's ROCm repository package versions). A HIP version not in the table gives its
+    major.minor only, said so; anything else, nothing."""
     import json
 
     from .._resources import read_text
 
-    table = json.loads(read_text("gpusbom", "data/hip_rocm.json"))["releases"]
+    table = json.loads(read_text("gpusbom", table_file))["releases"]
     row = table.get(hip)
     if row is not None:
         return {
@@ -144,7 +181,7 @@ def _release_of(inst: _Install) -> tuple[str, str] | None:
 
 
 def _lib_dirs() -> tuple[str, ...]:
-    return (*LIB_DIRS, "/opt/rocm*/lib", "/opt/rocm*/lib64")
+    return (*LIB_DIRS, f"{ROOT}*/lib", f"{ROOT}*/lib64")
 
 
 @dataclass
@@ -162,11 +199,11 @@ class RocmCollector(Collector):
     id = "rocm"
     version = "2"
     paths = (
-        PathSpec("/opt/rocm*/.info/version", max_size=4096),
-        PathSpec("/opt/rocm*/.info/version-*", max_size=4096),
-        PathSpec("/opt/rocm*/include/rocm-core/rocm_version.h", max_size=64 * 1024),
-        PathSpec("/opt/rocm*/include/rocm_version.h", max_size=64 * 1024),
-        *lib_specs(("librocm-core",), ("/opt/rocm*/lib", "/opt/rocm*/lib64")),
+        PathSpec(f"{ROOT}*/.info/version", max_size=4096),
+        PathSpec(f"{ROOT}*/.info/version-*", max_size=4096),
+        PathSpec(f"{ROOT}*/include/rocm-core/rocm_version.h", max_size=64 * 1024),
+        PathSpec(f"{ROOT}*/include/rocm_version.h", max_size=64 * 1024),
+        *lib_specs((CORE_LIB,), (f"{ROOT}*/lib", f"{ROOT}*/lib64")),
         *lib_specs(ROCM_LIBRARIES, _lib_dirs()),
         *(
             PathSpec(f"{inc}/{header}", max_size=64 * 1024)
@@ -175,7 +212,7 @@ class RocmCollector(Collector):
         ),
         *(PathSpec(p, max_size=0) for _, globs in TOOLS for p in globs),
         PathSpec("/usr/libexec/rocm_smi/rocm_smi.py", max_size=0),
-        *classifier_paths(["hip-runtime", "rocm"]),
+        *classifier_paths(classifier_products(STACK)),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
@@ -198,13 +235,13 @@ class RocmCollector(Collector):
         fs = ctx.fs
         found: dict[str, _Install] = {}
         try:
-            names = fs.listdir("/opt") if fs.is_dir("/opt") else []
+            names = fs.listdir(_ROOT_PARENT) if fs.is_dir(_ROOT_PARENT) else []
         except (OSError, LookupError):
             names = []
         for name in names:
-            if name != "rocm" and not _ROCM_DIR_RX.match(name):
+            if name != _ROOT_NAME and not _ROCM_DIR_RX.match(name):
                 continue
-            path = "/opt/" + name
+            path = f"{_ROOT_PARENT}/{name}"
             try:
                 entry = fs.lookup(path, follow=False)
                 real = fs.realpath(path)
@@ -224,7 +261,7 @@ class RocmCollector(Collector):
     @staticmethod
     def _has_core_lib(ctx: CollectContext, root: str) -> bool:
         return bool(
-            real_files(ctx, [f"{root}/lib/librocm-core.so*", f"{root}/lib64/librocm-core.so*"])
+            real_files(ctx, [f"{root}/lib/{CORE_LIB}.so*", f"{root}/lib64/{CORE_LIB}.so*"])
         )
 
     def _read_release(self, ctx: CollectContext, inst: _Install) -> None:
@@ -273,11 +310,11 @@ class RocmCollector(Collector):
         release = ranked[0][1] if ranked else None
         props: dict[str, str] = {"install": "rocm"}
         for lib in real_files(
-            ctx, [f"{inst.root}/lib/librocm-core.so*", f"{inst.root}/lib64/librocm-core.so*"]
+            ctx, [f"{inst.root}/lib/{CORE_LIB}.so*", f"{inst.root}/lib64/{CORE_LIB}.so*"]
         ):
-            fv = soname_version(lib, "librocm-core")
+            fv = soname_version(lib, CORE_LIB)
             evidence.append(
-                ctx.evidence(EvidenceMethod.SONAME.value, lib, f"librocm-core file version {fv}")
+                ctx.evidence(EvidenceMethod.SONAME.value, lib, f"{CORE_LIB} file version {fv}")
             )
         if not evidence:
             return None
@@ -298,7 +335,7 @@ class RocmCollector(Collector):
             props["linked-from"] = ", ".join(sorted(inst.links))
         return observation(
             ctx,
-            product="rocm-core",
+            product=RELEASE_PRODUCT,
             version=release,
             vendor=AMD,
             stack=STACK,
@@ -367,8 +404,8 @@ class RocmCollector(Collector):
                         version = hit.version
                         props["version-method"] = hit.method
                         props["version-confidence"] = hit.row.confidence
-                if product == "hip-runtime" and version:
-                    props.update(hip_rocm_release(version))
+                if product in RELEASE_TABLES and version:
+                    props.update(hip_rocm_release(version, RELEASE_TABLES[product]))
                 elif not own_version:
                     version = self._rocm_release_version(
                         ctx, path, fv, version, props, evidence, releases
@@ -422,7 +459,7 @@ class RocmCollector(Collector):
                 found = (rel, "file-name-libpatch", "medium")
                 # the rest is the component's own MAJOR.MINOR (rocBLAS 4.2 of ROCm 6.2.0)
                 props["own-version"] = fv.rsplit(".", 1)[0]
-        for hit in classifier_hits(ctx.fs.analysis(path), path, ["rocm"]):
+        for hit in classifier_hits(ctx.fs.analysis(path), path, RELEASE_CLASSIFIERS):
             evidence.append(ctx.evidence(hit.method, path, f"{hit.detail} ({hit.row.confidence})"))
             if found is None and hit.version:
                 found = (hit.version, hit.method, hit.row.confidence)

@@ -26,15 +26,19 @@ import posixpath
 import re
 from collections.abc import Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .._pep503 import canonicalize_name
 from ..catalog import packages
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
-from ._libs import generic_purl, scan_bytes
-from ._premade import premade
+from ._libs import generic_purl, scan_bytes, scan_stream
+from ._premade import PremadeParser, premade
 from .base import VIEW_ERRORS, CollectContext, Collector
+
+if TYPE_CHECKING:
+    from ..fsview.types import ContentRef
 
 __all__ = ["TRITON_DISTRIBUTIONS", "TritonCollector", "dist_info_name", "py_string_assign"]
 
@@ -79,6 +83,24 @@ def tool_release(m: re.Match[bytes] | None) -> tuple[str, str] | None:
 
 def _scan_tool(ctx: CollectContext, path: str) -> tuple[tuple[str, str] | None]:
     return (tool_release(scan_bytes(ctx, path, _TOOL_RX, _TOOL_MAX, _TOOL_NEEDLE)),)
+
+
+_TRITON_BIN = "/triton/backends/nvidia/bin/"
+
+
+def _premade_tool(path: str, c: ContentRef) -> tuple[tuple[str, str] | None]:
+    with c.open() as f:
+        return (tool_release(scan_stream(f, _TOOL_RX, _TOOL_MAX, _TOOL_NEEDLE)),)
+
+
+#: what a host walk's workers parse for this collector (``host/premake.py``): a bundled
+#: ptxas is tens of MB, its release string is found there, on every core, rather than
+#: after the walk in the scanning process
+PREMADE = (
+    PremadeParser("triton-tool",
+                  lambda p: p[p.rfind("/") + 1 :] in NVIDIA_TOOLS and _TRITON_BIN in p,
+                  _premade_tool),
+)
 
 
 def _define_int(text: str, name: str) -> int | None:

@@ -1,11 +1,13 @@
 """triton-server: NVIDIA Triton Inference Server in an image.
 
-Evidence: env ``TRITON_SERVER_VERSION`` (server version, e.g. ``2.52.0``) and
-``NVIDIA_TRITON_SERVER_VERSION`` (the NGC container release, e.g. ``24.11``), the label
-``com.nvidia.tritonserver.version``, ``/opt/tritonserver/TRITON_VERSION`` and the
-``/opt/tritonserver`` tree (``bin/tritonserver``, ``lib/libtritonserver.so``,
-``backends/<name>/``). One component ``triton-inference-server`` (stack
-``triton-inference-server``): version = the server version; properties ``release`` (the
+The product and where it is found are the catalog row that names this collector
+(``collected_by: triton-server``; fields in ``catalog/detection.py`` and the row's comment).
+Evidence: the server version's env var (``TRITON_SERVER_VERSION``, e.g. ``2.52.0``) and the
+NGC container release's (``NVIDIA_TRITON_SERVER_VERSION``, e.g. ``24.11``), the row's label
+(``com.nvidia.tritonserver.version``), the version file of the row's root
+(``/opt/tritonserver/TRITON_VERSION``) and the root's files (``bin/tritonserver``,
+``lib/libtritonserver.so``) and its listed directory (``backends/<name>/``). One component
+(stack and name the row's): version = the server version; properties ``release`` (the
 server version), ``container-release`` (NGC release), ``backends``.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .. import catalog
+from ..catalog import detection
 from ..fsview.spec import PathSpec
 from ..model import Component, ComponentType, EvidenceMethod
 from . import register
@@ -22,61 +26,89 @@ from .base import VIEW_ERRORS, CollectContext, Collector
 
 __all__ = ["TritonServerCollector"]
 
-ROOT = "/opt/tritonserver"
-NAME = "triton-inference-server"
-LABEL = "com.nvidia.tritonserver.version"
-_VERSION_RX = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+COLLECTOR_ID = "triton-server"
+
+
+def _row() -> catalog.Product:
+    rows = detection.collected_by(COLLECTOR_ID)
+    if not rows:  # a packaging bug: the shipped catalog has the row (tests load it)
+        raise RuntimeError(f"catalog: no row is collected by {COLLECTOR_ID}")
+    return rows[0]
+
+
+def _release(row: catalog.Product) -> detection.ReleaseSpec:
+    rel = detection.release(row.stack)
+    if rel is None or not rel.txt_file or rel.txt_rx is None or not rel.env_release:
+        raise RuntimeError(f"catalog: {row.id}: a release row with a version file and env")
+    return rel
+
+
+_ROW = _row()
+_REL = _release(_ROW)
+ROOT = _REL.root
+NAME = _REL.product
+#: the root's version file; files whose presence is evidence; the directory listed
+VERSION_SOURCE = _REL.txt_file or ""
+VERSION_FILE = f"{ROOT}/{VERSION_SOURCE}"
+ROOT_FILES = tuple(f"{ROOT}/{f}" for f in detection.strs(_ROW, "root_files"))
+LISTED = detection.string(_ROW, "root_listed")
+LABELS = detection.strs(_ROW, "labels")
 
 
 @register
 class TritonServerCollector(Collector):
-    id = "triton-server"
+    id = COLLECTOR_ID
     version = "1"
     phase = 2
     paths = (
-        PathSpec(ROOT + "/TRITON_VERSION", max_size=4096),
-        PathSpec(ROOT + "/bin/tritonserver", max_size=0),
-        PathSpec(ROOT + "/lib/libtritonserver.so", max_size=0),
+        PathSpec(VERSION_FILE, max_size=4096),
+        *(PathSpec(p, max_size=0) for p in ROOT_FILES),
     )
 
     def collect(self, ctx: CollectContext) -> Iterable[Component]:
         fs = ctx.fs
         env = ctx.target.env or {}
         labels = ctx.target.labels or {}
-        obs = Observations("triton-inference-server")
-        obs.cpe_products[NAME] = "triton_inference_server"
+        obs = Observations(_ROW.stack)
+        if _REL.cpe_product:
+            obs.cpe_products[NAME] = _REL.cpe_product
         has_root = fs.is_dir(ROOT)
         loc = ROOT if has_root else ""
-        server = env.get("TRITON_SERVER_VERSION", "").strip()
-        ngc = env.get("NVIDIA_TRITON_SERVER_VERSION", "").strip()
-        label = labels.get(LABEL, "").strip()
-        vfile = ROOT + "/TRITON_VERSION"
+        server_var = _REL.env_release or ""
+        server = env.get(server_var, "").strip()
+        ngc_var = _REL.env_noted[0] if _REL.env_noted else ""
+        ngc = env.get(ngc_var, "").strip() if ngc_var else ""
+        # the first of the row's labels the image sets
+        label_name = next((k for k in LABELS if labels.get(k, "").strip()), None)
+        label = labels.get(label_name, "").strip() if label_name else ""
+        vfile = VERSION_FILE
         if fs.is_file(vfile):
             try:
                 v = fs.read_text(vfile).strip()
             except Exception as e:  # noqa: BLE001 - a bad file is an unknown naming it
                 ctx.unknown(f"cannot read {vfile}: {e}", vfile)
                 v = ""
-            if _VERSION_RX.match(v):
+            m = _REL.txt_rx.match(v) if _REL.txt_rx is not None else None
+            if m:
                 obs.add(
                     NAME,
                     loc,
                     ctx.evidence(EvidenceMethod.VERSION_FILE.value, vfile, v),
-                    version=v,
+                    version=m.group(1),
                     priority=4,
-                    source="TRITON_VERSION",
+                    source=VERSION_SOURCE,
                 )
-        for p in (ROOT + "/bin/tritonserver", ROOT + "/lib/libtritonserver.so"):
+        for p in ROOT_FILES:
             if fs.is_file(p):
                 obs.add(NAME, loc, ctx.evidence(EvidenceMethod.FILENAME.value, p))
         if server:
             obs.add(
                 NAME,
                 loc,
-                ctx.evidence(EvidenceMethod.ENV.value, None, f"TRITON_SERVER_VERSION={server}"),
+                ctx.evidence(EvidenceMethod.ENV.value, None, f"{server_var}={server}"),
                 version=server,
                 priority=3,
-                source="env TRITON_SERVER_VERSION",
+                source=f"env {server_var}",
             )
         if label:
             # the label holds the server version or the container release, depending on the image
@@ -84,7 +116,7 @@ class TritonServerCollector(Collector):
             obs.add(
                 NAME,
                 loc,
-                ctx.evidence(EvidenceMethod.LABEL.value, None, f"{LABEL}={label}"),
+                ctx.evidence(EvidenceMethod.LABEL.value, None, f"{label_name}={label}"),
                 version=None if is_ngc else label,
                 priority=2,
                 source="label",
@@ -95,22 +127,21 @@ class TritonServerCollector(Collector):
             obs.add(
                 NAME,
                 loc,
-                ctx.evidence(EvidenceMethod.ENV.value, None, f"NVIDIA_TRITON_SERVER_VERSION={ngc}"),
+                ctx.evidence(EvidenceMethod.ENV.value, None, f"{ngc_var}={ngc}"),
                 container_release=ngc,
             )
         o = obs.get(NAME, loc)
         if o is None or not o.evidence:
             return []
-        if has_root and fs.is_dir(ROOT + "/backends"):
+        listed = f"{ROOT}/{LISTED}" if LISTED else None
+        if has_root and listed and fs.is_dir(listed):
             try:
-                backends = [
-                    b for b in fs.listdir(ROOT + "/backends") if fs.is_dir(f"{ROOT}/backends/{b}")
-                ]
+                subdirs = [b for b in fs.listdir(listed) if fs.is_dir(f"{listed}/{b}")]
             except VIEW_ERRORS as e:
-                ctx.unknown(f"cannot list the backends: {e}", ROOT + "/backends")
-                backends = []
-            if backends:
-                o.properties["backends"] = ", ".join(sorted(backends))
+                ctx.unknown(f"cannot list the {LISTED}: {e}", listed)
+                subdirs = []
+            if subdirs and LISTED:
+                o.properties[LISTED] = ", ".join(sorted(subdirs))
         chosen = obs.chosen_version(o)
         if chosen:
             o.properties["release"] = chosen

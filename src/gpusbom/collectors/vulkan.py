@@ -13,7 +13,9 @@ or a bare file name the dynamic linker finds. Manifest directories:
 container toolkit's mount point) and the image env ``VK_DRIVER_FILES`` /
 ``VK_ICD_FILENAMES`` (replace) and ``VK_ADD_DRIVER_FILES`` (add).
 
-Each driver is one component named after its product (``mesa`` for Mesa's
+The loader and the known drivers are the catalog's loader row (``vulkan-loader``:
+``loader``, ``icd_products``, ``icd_drivers``). Each driver is one component named after
+its product (``mesa`` for Mesa's
 lavapipe / RADV / ANV / ..., ``nvidia-vulkan``, ``amdvlk``, ...; the driver itself
 in ``vulkan:driver``) with its version from, in order: the version string the
 library carries (Mesa: ``Mesa 22.3.6``), the NVIDIA file-name version
@@ -25,7 +27,6 @@ library carries (Mesa: ``Mesa 22.3.6``), the NVIDIA file-name version
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Iterator
 
 from ..fsview.spec import PathSpec
@@ -38,6 +39,7 @@ from ._libs import (
     find_library,
     generic_purl,
     icd_component,
+    icd_row,
     library_dirs,
     package_label,
     package_version,
@@ -57,43 +59,14 @@ ICD_DIRS = (
 )
 _MANIFEST_MAX = 1024 * 1024
 _LIB_CONTENT = 128 * 1024 * 1024
-_MESA_RX = re.compile(rb"Mesa (\d+\.\d+\.\d+(?:-(?:devel|rc\d+))?)")
-_MESA_CPE = "mesa3d:mesa"
-_NV = ("nvidia", "NVIDIA Corporation")
-_MESA = ("mesa", "Mesa")
-
-
-def _mesa(driver: str) -> _Driver:
-    # one Mesa release ships all its drivers (one package on Debian): product "mesa", and the
-    # driver in ``vulkan:driver``, so fusion keeps every driver name on the package
-    return _Driver("mesa", *_MESA, embedded=_MESA_RX, cpe=_MESA_CPE, driver=driver)
-
-
-_DRIVERS: dict[str, _Driver] = {
-    "libvulkan_lvp": _mesa("lavapipe"),
-    "libvulkan_radeon": _mesa("radv"),
-    "libvulkan_intel": _mesa("anv"),
-    "libvulkan_intel_hasvk": _mesa("hasvk"),
-    "libvulkan_nouveau": _mesa("nvk"),
-    "libvulkan_virtio": _mesa("venus"),
-    "libvulkan_freedreno": _mesa("turnip"),
-    "libvulkan_broadcom": _mesa("v3dv"),
-    "libvulkan_panfrost": _mesa("panvk"),
-    "libvulkan_powervr_mesa": _mesa("powervr-vulkan"),
-    "libvulkan_asahi": _mesa("honeykrisp"),
-    "libvulkan_dzn": _mesa("dozen"),
-    "libvulkan_gfxstream": _mesa("gfxstream-vulkan"),
-    "libGLX_nvidia": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
-    "libnvidia-vulkan-producer": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
-    "libEGL_nvidia": _Driver("nvidia-vulkan", *_NV, soname_is_version=True),
-    "amdvlk64": _Driver("amdvlk", "amd", "Advanced Micro Devices, Inc."),
-    "amdvlk32": _Driver("amdvlk", "amd", "Advanced Micro Devices, Inc."),
-    "libvk_swiftshader": _Driver("swiftshader", "google", "Google LLC"),
-}
+COLLECTOR_ID = "vulkan"
+#: the loader's row (``vulkan-loader``): its file, identity and the drivers by library stem
+_ROW = icd_row(COLLECTOR_ID)
+_DRIVERS: dict[str, _Driver] = _ROW.drivers
 
 
 def _driver_for(lib: str) -> _Driver:
-    return driver_for(_DRIVERS, lib, "vulkan-icd")
+    return driver_for(_DRIVERS, lib, _ROW.fallback)
 
 
 def parse_manifest(text: str) -> tuple[str, str | None, str | None]:
@@ -113,7 +86,7 @@ def parse_manifest(text: str) -> tuple[str, str | None, str | None]:
 
 @register
 class VulkanCollector(Collector):
-    id = "vulkan"
+    id = COLLECTOR_ID
     version = "1"
     paths = (
         *(PathSpec(d + "/*.json", max_size=_MANIFEST_MAX) for d in ICD_DIRS),
@@ -187,7 +160,7 @@ class VulkanCollector(Collector):
             return None
         drv = _driver_for(lib)
         props = {
-            "stack": "vulkan",
+            "stack": _ROW.stack,
             "product": drv.product,
             "vulkan:driver": drv.driver or drv.product,
             "icd": path,
@@ -220,7 +193,7 @@ class VulkanCollector(Collector):
     def _loaders(ctx: CollectContext, dirs: list[str]) -> Iterator[Component]:
         seen: set[str] = set()
         for d in dirs:
-            path = posixpath.join(d, "libvulkan.so.1")
+            path = posixpath.join(d, _ROW.file)
             if not ctx.fs.is_file(path):
                 continue
             real = ctx.fs.realpath(path)
@@ -231,8 +204,8 @@ class VulkanCollector(Collector):
             if version is not None and version.count(".") < 2:
                 version = None  # libvulkan.so.1 itself: no release in the name
             props = {
-                "stack": "vulkan",
-                "product": "vulkan-loader",
+                "stack": _ROW.stack,
+                "product": _ROW.product,
                 "location": posixpath.dirname(real),
                 "library": real,
             }
@@ -242,11 +215,11 @@ class VulkanCollector(Collector):
                 if version is None:
                     version = package_version(owner)
             yield Component(
-                name="vulkan-loader",
+                name=_ROW.product,
                 version=version,
                 type=ComponentType.LIBRARY,
-                purl=generic_purl("khronos", "vulkan-loader", version),
-                supplier="Khronos Group",
+                purl=generic_purl(_ROW.namespace, _ROW.product, version),
+                supplier=_ROW.supplier,
                 properties=props,
                 evidence=[
                     ctx.evidence(EvidenceMethod.SONAME.value, real, posixpath.basename(real))

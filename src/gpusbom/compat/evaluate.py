@@ -11,184 +11,78 @@ Reads only the internal model (``ScanResult``):
   center or not, NVML brand) and the host's drivers; from a host scan
   (:func:`platforms_from_host`) or from target strings (:func:`platform_from_string`).
 
-Verdicts: ``runs``; ``runs-with-jit`` (some code needs the driver to compile PTX or SPIR-V at
-first launch: slow start, and the JIT can still fail); ``will-fail``. The verdict of a target is
-the worst of its checks; ``reasons`` is the chain, ``evidence`` the paths behind it.
+Verdicts (:mod:`.states`): ``runs``, ``runs-with-jit``, ``unchecked``, ``not-applicable``,
+``will-fail``. Device code is judged per binary (:mod:`.binaries`): the image's verdict is the
+worst of the files for the GPU's vendor and of the runtime checks; an image with nothing for
+the GPU's vendor is ``not-applicable``, one whose device code cannot be judged (none found,
+the GPU's architecture unknown) is ``unchecked``. ``reasons`` is the chain, ``evidence`` the
+paths behind it (the failing files first).
 
-One module a little over 500 lines: the CUDA and ROCm rules of one image on one target,
-sharing the ``Verdict`` record and its reasons; the targets are in ``targets.py``.
+The CUDA and ROCm rules of one image on one target; the records are in ``verdicts.py``, the
+per-file rules in ``binaries.py``, the targets in ``targets.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..model import Component, ScanResult, own_product_version
 from . import require as req
-from .arch import (
-    ComputeCapability,
-    CudaCode,
-    code_gfx_runs_on,
-    ptx_jits_for,
-    sass_runs_on,
-)
+from .binaries import JUDGES, code_files, cuda_coverage, display
 from .reference_data import (
-    driver_can_jit,
     driver_cuda,
-    driver_ptx_isa,
     major_minor,
     min_driver,
     minor_floor,
-    ptx_isa_cuda,
     rocm_releases,
     rocm_window,
     vtuple,
 )
+from .states import FAIL, JIT, NA, RUNS, UNCHECKED, worst
 from .targets import Gpu, GpuTarget, _paths, platform_from_string, platforms_from_host
+from .verdicts import LibraryVerdict, Verdict
 
-RUNS = "runs"
-JIT = "runs-with-jit"
-FAIL = "will-fail"
-_RANK = {RUNS: 0, JIT: 1, FAIL: 2}
+__all__ = ["FAIL", "JIT", "NA", "RUNS", "UNCHECKED", "LibraryVerdict", "Verdict",
+           "check_against_host", "cuda_coverage", "evaluate", "evaluate_platform", "worst"]
+
 FRAMEWORK_STACKS = frozenset(
     {"pytorch", "jax", "cupy", "tensorflow", "onnxruntime", "vllm", "triton"}
 )
-
-
-def worst(verdicts: Iterable[str]) -> str:
-    out = RUNS
-    for v in verdicts:
-        if _RANK[v] > _RANK[out]:
-            out = v
-    return out
-
-
-# ------------------------------------------------------------------------------ verdicts
-
-
-@dataclass
-class LibraryVerdict:
-    """The verdict of one component (library, wheel, framework, runtime) on one target."""
-
-    name: str
-    kind: str  # cuda-code | hip-code | cuda-runtime | rocm-runtime
-    verdict: str
-    reason: str
-    evidence: list[str] = field(default_factory=list)
-    component: str = ""  # bom-ref
-
-
-@dataclass
-class Verdict:
-    image: str
-    target: str
-    verdict: str
-    reasons: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-    libraries: list[LibraryVerdict] = field(default_factory=list)
-    gpu: dict[str, Any] = field(default_factory=dict)
-    driver: str | None = None
-    host: str | None = None
-
-    def summary(self) -> dict[str, int]:
-        out = {RUNS: 0, JIT: 0, FAIL: 0}
-        for lib in self.libraries:
-            out[lib.verdict] += 1
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["summary"] = self.summary()
-        return d
-
-
-
-
-def _code_paths(c: Component) -> list[str]:
-    own = [e.path for e in c.evidence if e.path and e.collector == "gpu-binaries"]
-    return list(dict.fromkeys(own)) or _paths(c)[:3]
+_VENDOR_STACKS = {"nvidia": frozenset({"cuda"}), "amd": frozenset({"rocm", "amdgpu"}),
+                  "intel": frozenset({"oneapi", "intel-gpu", "level-zero"})}
+_VENDOR_NAME = {"nvidia": "CUDA", "amd": "ROCm/HIP", "intel": "Intel oneAPI/Level Zero"}
 
 
 def _csv(v: str | None) -> list[str]:
     return [x.strip() for x in (v or "").split(",") if x.strip()]
 
 
-def _display(c: Component) -> str:
-    ver = own_product_version(c) or c.version
-    return f"{c.name} {ver}" if ver else c.name
+_display = display
 
 
 def _is_framework(c: Component) -> bool:
     return c.stack in FRAMEWORK_STACKS
 
 
-# --- CUDA kernel coverage
-
-
-def cuda_coverage(c: Component, cc: ComputeCapability, jit_driver: str | None) -> LibraryVerdict:
-    sass = [x for x in (CudaCode.parse(s) for s in _csv(c.properties.get("cuda:sass"))) if x]
-    ptx = [x for x in (CudaCode.parse(s) for s in _csv(c.properties.get("cuda:ptx"))) if x]
-    isas = _csv(c.properties.get("cuda:ptx-isa"))
-    name = _display(c)
-    kind = "cuda-code"
-    ev = _code_paths(c)
-    hit = [s for s in sass if sass_runs_on(s, cc)]
-    if hit:
-        best = max(hit, key=lambda s: (s.cc, s.variant != ""))
-        return LibraryVerdict(name, kind, RUNS, f"{name}: SASS {best.name} runs on {cc.sm}",
-                              ev, c.bom_ref)
-    no_sass = (f"no SASS for {cc.sm}" + (f" (has {', '.join(s.name for s in sass)})"
-                                           if sass else ""))
-    usable = [p for p in ptx if ptx_jits_for(p, cc)]
-    if not usable:
-        why = (f"no PTX at or below {cc.sm}" + (f" (has {', '.join(p.name for p in ptx)})"
-                                                 if ptx else "")) if ptx else "no PTX"
-        return LibraryVerdict(
-            name, kind, FAIL,
-            f"{name}: {no_sass}; {why}: CUDA_ERROR_NO_BINARY_FOR_GPU "
-            "('no kernel image is available for execution on the device')", ev, c.bom_ref)
-    best_p = max(usable, key=lambda p: p.cc)
-    if not isas:
-        return LibraryVerdict(name, kind, JIT,
-                              f"{name}: {no_sass}; PTX {best_p.name} is JIT-compiled at first "
-                              "launch (PTX ISA version not recorded)", ev, c.bom_ref)
-    newest = max(isas, key=vtuple)
-    oldest = min(isas, key=vtuple)
-    if jit_driver is None:
-        return LibraryVerdict(
-            name, kind, JIT,
-            f"{name}: {no_sass}; PTX {best_p.name} (ISA {newest}) is JIT-compiled at first launch;"
-            f" the driver must support CUDA {ptx_isa_cuda(newest) or '> ' + newest} (driver not "
-            "given)", ev, c.bom_ref)
-    can_new = driver_can_jit(jit_driver, newest)
-    can_old = driver_can_jit(jit_driver, oldest)
-    max_isa = driver_ptx_isa(jit_driver)
-    if can_old is False:
-        need = ptx_isa_cuda(oldest)
-        return LibraryVerdict(
-            name, kind, FAIL,
-            f"{name}: {no_sass}; PTX {best_p.name} is ISA {oldest}, newer than driver "
-            f"{jit_driver} can JIT (up to ISA {max_isa}; ISA {oldest} needs a CUDA "
-            f"{need or 'newer'} driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION", ev, c.bom_ref)
-    text = (f"{name}: {no_sass}; PTX {best_p.name} (ISA {newest}) is JIT-compiled by driver "
-            f"{jit_driver} (up to ISA {max_isa}) at first launch")
-    if can_new is False or can_old is None:
-        text += (f"; PTX ISA {newest} is newer than the driver JITs: if that is the PTX "
-                 "loaded, CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
-    return LibraryVerdict(name, kind, JIT, text, ev, c.bom_ref)
-
-
-def _code_components(image: ScanResult) -> tuple[list[Component], list[Component]]:
-    cuda, hip = [], []
-    for c in image.components:
-        p = c.properties
-        if p.get("cuda:sass") or p.get("cuda:ptx"):
-            cuda.append(c)
-        if p.get("hip:gfx"):
-            hip.append(c)
-    return cuda, hip
+def vendors_present(image: ScanResult) -> set[str]:
+    """The GPU vendors the image holds a runtime or device code for."""
+    out: set[str] = set()
+    for vendor, stacks in _VENDOR_STACKS.items():
+        if code_files(image.components, vendor):
+            out.add(vendor)
+            continue
+        for c in image.components:
+            bf = c.properties.get("built-for", "")
+            if any(p.stack in stacks for p in c.products) or (
+                    _is_framework(c) and bf.split(" ")[0] == {"nvidia": "cuda", "amd": "rocm"}
+                    .get(vendor, "-")):
+                out.add(vendor)
+                break
+    env = image.target.env or {}
+    if any(k in env for k in ("NVIDIA_REQUIRE_CUDA", "CUDA_VERSION")):
+        out.add("nvidia")
+    return out
 
 
 # --- CUDA runtimes
@@ -283,7 +177,7 @@ def _compat_version(c: Component) -> str | None:
 # --- the whole image on one platform
 
 
-def _nvidia(image: ScanResult, plat: GpuTarget, cuda_code: list[Component]) -> Verdict:
+def _nvidia(image: ScanResult, plat: GpuTarget) -> Verdict:
     gpu = plat.gpu
     v = Verdict(image=_image_ref(image), target=plat.name, verdict=RUNS, driver=plat.driver,
                 host=plat.host, gpu=_gpu_dict(gpu), evidence=list(plat.evidence))
@@ -363,45 +257,37 @@ def _nvidia(image: ScanResult, plat: GpuTarget, cuda_code: list[Component]) -> V
             continue
         lv = _runtime_check(rt, jit_driver or driver, via)
         v.libraries.append(lv)
-    # 4. kernel coverage
-    if gpu.cc is None:
-        if cuda_code:
-            v.reasons.append(f"compute capability of {gpu.label} unknown: kernels not checked")
-    else:
-        for c in cuda_code:
-            v.libraries.append(cuda_coverage(c, gpu.cc, jit_driver))
-    _finish(v, image)
+    # 4. kernel coverage, per binary
+    _judge_files(v, image, plat, {"jit_driver": jit_driver}, "compute capability")
+    _finish(v, image, plat)
     return v
 
 
-def _amd(image: ScanResult, plat: GpuTarget, hip_code: list[Component]) -> Verdict:
+def _judge_files(v: Verdict, image: ScanResult, plat: GpuTarget, ctx: dict[str, Any],
+                 what: str) -> None:
+    """Every file with device code for the GPU's vendor, judged by its vendor's judge; a GPU
+    whose architecture is unknown leaves them unchecked."""
+    gpu = plat.gpu
+    files = code_files(image.components, gpu.vendor)
+    known = gpu.cc is not None if gpu.vendor == "nvidia" else gpu.gfx is not None
+    if not files:
+        return
+    if not known:
+        v.verdict = worst([v.verdict, UNCHECKED])
+        v.reasons.append(f"{what} of {gpu.label} unknown: the device code of {len(files)} "
+                         "file(s) is not checked")
+        return
+    judge = JUDGES[gpu.vendor]
+    for c, d in files:
+        v.libraries.append(judge(c, d, gpu, ctx))
+
+
+def _amd(image: ScanResult, plat: GpuTarget) -> Verdict:
     gpu = plat.gpu
     v = Verdict(image=_image_ref(image), target=plat.name, verdict=RUNS, host=plat.host,
                 gpu=_gpu_dict(gpu), evidence=list(plat.evidence))
     v.reasons.extend(plat.notes)
-    if gpu.gfx is None:
-        v.reasons.append(f"gfx target of {gpu.label} unknown: code objects not checked")
-    else:
-        for c in hip_code:
-            results = [(t, *code_gfx_runs_on(t, gpu.gfx)) for t in _csv(c.properties.get("hip:gfx"))]
-            name = _display(c)
-            ev = _code_paths(c)
-            runs = [r for r in results if r[1] == "runs"]
-            jit = [r for r in results if r[1] == "jit"]
-            if runs:
-                v.libraries.append(LibraryVerdict(name, "hip-code", RUNS, f"{name}: {runs[0][2]}",
-                                                  ev, c.bom_ref))
-            elif jit:
-                v.libraries.append(LibraryVerdict(name, "hip-code", JIT, f"{name}: {jit[0][2]}",
-                                                  ev, c.bom_ref))
-            else:
-                have = ", ".join(r[0] for r in results)
-                close = [r[2] for r in results if r[0].split(":")[0] == gpu.gfx.processor]
-                why = close[0] if close else f"no code object for {gpu.gfx.processor} (has {have})"
-                v.libraries.append(LibraryVerdict(
-                    name, "hip-code", FAIL,
-                    f"{name}: {why}: hipErrorNoBinaryForGpu ('no kernel image is available')",
-                    ev, c.bom_ref))
+    _judge_files(v, image, plat, {}, "gfx target")
     # ROCm user space vs the amdgpu kernel driver
     user = _rocm_user(image)
     rels = rocm_releases()
@@ -419,7 +305,7 @@ def _amd(image: ScanResult, plat: GpuTarget, hip_code: list[Component]) -> Verdi
                 + f" AMD's documented ±{rocm_window()} window")
         else:
             v.reasons.append(f"{label}: ROCm {rel} or {plat.rocm_kmd} not in the release table")
-    _finish(v, image)
+    _finish(v, image, plat)
     return v
 
 
@@ -439,24 +325,26 @@ def _rocm_user(image: ScanResult) -> list[tuple[str, str, Component]]:
     return out
 
 
-def _finish(v: Verdict, image: ScanResult) -> None:
-    for lib in v.libraries:
-        if lib.verdict != RUNS:
-            v.evidence.extend(lib.evidence)
+def _finish(v: Verdict, image: ScanResult, plat: GpuTarget) -> None:
+    bad = v.failing
+    for lib in bad:
+        v.evidence.extend(lib.evidence)
     v.verdict = worst([v.verdict, *(lib.verdict for lib in v.libraries)])
-    bad = [lib for lib in v.libraries if lib.verdict == FAIL]
     jit = [lib for lib in v.libraries if lib.verdict == JIT]
     ok = [lib for lib in v.libraries if lib.verdict == RUNS]
     v.reasons.extend(lib.reason for lib in bad)
     v.reasons.extend(lib.reason for lib in jit)
     code = [lib for lib in ok if lib.kind.endswith("-code")]
     if code:
-        v.reasons.append(f"{len(code)} component(s) with GPU code have native code for this GPU")
+        owners = len({lib.component for lib in code})
+        v.reasons.append(f"{len(code)} binaries (of {owners} component(s)) have native code "
+                         "for this GPU")
     v.reasons.extend(lib.reason for lib in ok if not lib.kind.endswith("-code"))
-    cuda_code, hip_code = _code_components(image)
-    if not (v.libraries or cuda_code or hip_code or _cuda_runtimes(image) or _rocm_user(image)):
-        v.reasons.append("no GPU code and no GPU runtime found in the image: nothing GPU-specific "
-                         "to check")
+    if v.verdict == RUNS and not code_files(image.components, plat.gpu.vendor):
+        # runtimes that fit are not kernels that run: without device code nothing is judged
+        v.verdict = UNCHECKED
+        v.reasons.insert(0, f"no {_VENDOR_NAME.get(plat.gpu.vendor, '')} device code found in "
+                            "the image: its kernels cannot be judged (unchecked)")
     v.evidence = list(dict.fromkeys(e for e in v.evidence if e))
 
 
@@ -474,31 +362,44 @@ def _gpu_dict(gpu: Gpu) -> dict[str, Any]:
     }
 
 
-def evaluate_platform(image: ScanResult, plat: GpuTarget) -> Verdict:
-    cuda_code, hip_code = _code_components(image)
+def _not_applicable(image: ScanResult, plat: GpuTarget, present: set[str]) -> Verdict:
     vendor = plat.gpu.vendor
+    v = Verdict(image=_image_ref(image), target=plat.name, verdict=NA, host=plat.host,
+                driver=plat.driver, gpu=_gpu_dict(plat.gpu), evidence=list(plat.evidence))
+    what = _VENDOR_NAME.get(vendor, vendor)
+    if present:
+        others = ", ".join(_VENDOR_NAME[x] for x in sorted(present))
+        v.reasons.append(f"the image's GPU software is for {others} only: no {what} runtime and "
+                         f"no device code for {plat.gpu.label} ({vendor}): not applicable")
+        for other in sorted(present):
+            v.evidence.extend(d.path for _c, d in code_files(image.components, other)[:6])
+    else:
+        v.reasons.append(f"no GPU runtime and no GPU device code in the image: nothing runs on "
+                         f"{plat.gpu.label}: not applicable")
+    v.evidence = list(dict.fromkeys(e for e in v.evidence if e))
+    return v
+
+
+def evaluate_platform(image: ScanResult, plat: GpuTarget) -> Verdict:
+    vendor = plat.gpu.vendor
+    present = vendors_present(image)
+    if vendor not in present:
+        return _not_applicable(image, plat, present)
     if vendor == "nvidia":
-        v = _nvidia(image, plat, cuda_code)
-        if not cuda_code and hip_code and not _cuda_runtimes(image):
-            v.verdict = FAIL
-            v.reasons.insert(0, "the image's GPU code is for AMD GPUs only (HIP): nothing runs "
-                                f"on {plat.gpu.label}")
-        return v
+        return _nvidia(image, plat)
     if vendor == "amd":
-        v = _amd(image, plat, hip_code)
-        if cuda_code and not hip_code:
-            v.verdict = FAIL
-            v.reasons.insert(0, "the image's GPU code is CUDA only: nothing runs on an AMD GPU")
-        return v
+        return _amd(image, plat)
     v = Verdict(image=_image_ref(image), target=plat.name, verdict=RUNS, host=plat.host,
                 gpu=_gpu_dict(plat.gpu), evidence=list(plat.evidence))
-    if cuda_code or hip_code:
-        v.verdict = FAIL
-        v.reasons.append(f"the image's GPU code is for {'CUDA' if cuda_code else 'HIP'}: "
-                         f"it does not run on {plat.gpu.label} ({vendor})")
-    else:
-        v.reasons.append(f"{vendor} GPU: SPIR-V and AOT device code are not inventoried yet: "
-                         "not checked")
+    if vendor == "intel":
+        from .intel_check import check_intel
+
+        check_intel(image, plat, v)
+        _finish(v, image, plat)
+        return v
+    v.verdict = UNCHECKED
+    v.reasons.append(f"{vendor} GPU: the image holds {_VENDOR_NAME.get(vendor, vendor)} "
+                     "software; its device code is not judged: unchecked")
     return v
 
 
@@ -516,12 +417,11 @@ def check_against_host(image: ScanResult, host: ScanResult) -> list[Verdict]:
     if plats:
         return [evaluate_platform(image, p) for p in plats]
     ref = host.target.reference or "host"
-    cuda_code, hip_code = _code_components(image)
-    v = Verdict(image=_image_ref(image), target=f"{ref} (no GPU)", verdict=RUNS, host=ref)
-    if cuda_code or hip_code or _cuda_runtimes(image):
+    v = Verdict(image=_image_ref(image), target=f"{ref} (no GPU)", verdict=NA, host=ref)
+    if vendors_present(image):
         v.verdict = FAIL
         v.reasons.append(f"{ref}: no NVIDIA, AMD or Intel GPU in the host scan; the image holds "
                          "GPU code or a GPU runtime")
     else:
-        v.reasons.append(f"{ref}: no GPU; the image holds no GPU code")
+        v.reasons.append(f"{ref}: no GPU; the image holds no GPU code: not applicable")
     return [v]

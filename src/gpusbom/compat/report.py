@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..model import ScanResult
-from .evaluate import FAIL, JIT, RUNS, Verdict
+from .states import FAIL, GREEN, JIT, RUNS, UNCHECKED
+from .verdicts import Verdict
 
 SCHEMA = "gpusbom/check/1"
 
@@ -22,7 +23,16 @@ class CheckReport:
 
     @property
     def failed(self) -> bool:
-        return any(v.verdict == FAIL for v in self.verdicts)
+        """Some verdict is not green (``will-fail``, ``not-applicable``, ``unchecked``)."""
+        return not self.passes()
+
+    def passes(self, *, require_runs: bool = False, allow_unchecked: bool = False) -> bool:
+        """The gate: every verdict green (``runs``/``runs-with-jit``); ``require_runs``: every
+        verdict ``runs``; ``allow_unchecked``: ``unchecked`` passes too."""
+        ok = {RUNS} if require_runs else set(GREEN)
+        if allow_unchecked:
+            ok.add(UNCHECKED)
+        return all(v.verdict in ok for v in self.verdicts)
 
     @property
     def jit(self) -> bool:
@@ -43,11 +53,12 @@ def to_table(verdicts: list[Verdict], *, verbose: bool = False) -> str:
     width = max((len(v.target) for v in verdicts), default=6)
     for image in dict.fromkeys(v.image for v in verdicts):
         lines.append(f"IMAGE {image}")
-        lines.append(f"  {'TARGET'.ljust(width)}  {'VERDICT'.ljust(13)}  COMPONENTS")
+        lines.append(f"  {'TARGET'.ljust(width)}  {'VERDICT'.ljust(14)}  BINARIES AND RUNTIMES")
         for v in (x for x in verdicts if x.image == image):
             s = v.summary()
-            comp = f"{s[RUNS]} runs, {s[JIT]} jit, {s[FAIL]} fail"
-            lines.append(f"  {v.target.ljust(width)}  {v.verdict.ljust(13)}  {comp}")
+            comp = f"{s[RUNS]} runs, {s[JIT]} jit, {s[FAIL]} fail" + (
+                f", {s[UNCHECKED]} unchecked" if s[UNCHECKED] else "")
+            lines.append(f"  {v.target.ljust(width)}  {v.verdict.ljust(14)}  {comp}")
         for v in (x for x in verdicts if x.image == image):
             lines.append("")
             lines.append(f"  {v.target}: {v.verdict}")
@@ -57,6 +68,9 @@ def to_table(verdicts: list[Verdict], *, verbose: bool = False) -> str:
             ]
             for r in shown:
                 lines.append(f"    - {r}")
+            for lib in v.failing:
+                if lib.file:
+                    lines.append(f"    failing file: {lib.file} ({_targets(lib.targets)})")
             if v.evidence and v.verdict != RUNS:
                 lines.append("    evidence: " + ", ".join(v.evidence[:6])
                              + (f" (+{len(v.evidence) - 6} more)" if len(v.evidence) > 6 else ""))
@@ -67,3 +81,9 @@ def to_table(verdicts: list[Verdict], *, verbose: bool = False) -> str:
 def is_ok_reason(reason: str, v: Verdict) -> bool:
     """In a failing verdict's table, leave out the reasons of components that run."""
     return any(lib.reason == reason and lib.verdict == RUNS for lib in v.libraries)
+
+
+def _targets(t: dict[str, str]) -> str:
+    keys = ("cuda:sass", "cuda:ptx", "cuda:lto", "hip:gfx")
+    parts = [f"{k.split(':')[1].upper()} {t[k].replace(',', ' ')}" for k in keys if t.get(k)]
+    return "; ".join(parts) or "no targets"

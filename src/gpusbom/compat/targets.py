@@ -33,6 +33,8 @@ class Gpu:
     model: str | None = None  # the gpu_models.json entry it matched
     count: int = 1
     addresses: tuple[str, ...] = ()
+    intel: str | None = None  # Intel GPU family (pvc, dg2, bmg, ...): gpusbom.compat.intel
+
 
     def describe(self) -> str:
         arch = self.cc.sm if self.cc else (str(self.gfx) if self.gfx else "")
@@ -81,11 +83,17 @@ def platform_from_string(target: str, driver: str | None = None) -> GpuTarget:
         if g is None:
             raise UsageError(f"GPU target {target!r}: not a gfx target id (gfx90a, gfx90a:xnack-)")
         return GpuTarget(Gpu(label=str(g), vendor="amd", gfx=g, data_center=None), driver=None)
+    from .intel import lookup_device
+
+    hit = lookup_device(t)
+    if hit is not None:
+        return GpuTarget(Gpu(label=hit[1], vendor="intel", intel=hit[0]), driver=None)
     m = find_model(t)
     if m is None:
         raise UsageError(
             f"GPU target {target!r}: unknown model; give sm_XY, gfxNNN, or a model of "
-            "gpusbom/data/gpu_models.json (H100, H200, B200, A100, L4, RTX 4090, MI300X, ...)"
+            "gpusbom/data/gpu_models.json (H100, H200, B200, A100, L4, RTX 4090, MI300X, ...), "
+            "an Intel GPU (pvc, dg2, bmg, lnl-m, ptl-h) or an Intel PCI id (intel:0x0bd5)"
         )
     if m.vendor == "nvidia":
         cc = ComputeCapability.parse(m.cc or "")
@@ -152,7 +160,16 @@ def platforms_from_host(host: ScanResult) -> list[GpuTarget]:
         if vendor == "amd" and gfx is None and model and model.gfx:
             gfx = GfxTarget.parse(model.gfx)
         addrs = tuple(sorted(c.properties.get("pci:address", "") for c in comps))
-        gpu = Gpu(
+        intel_fam = None
+        if vendor == "intel":
+            from .intel import pci_family
+
+            hit = pci_family(first.properties.get("pci:device-id") or "")
+            intel_fam = hit[0] if hit else None
+            if hit is None:
+                notes.append(f"Intel PCI id {first.properties.get('pci:device-id')} is not in "
+                             "gpusbom/data/intel_gpus.json: its device code is not judged")
+        gpu = Gpu(intel=intel_fam,
             label=name, vendor=vendor, cc=cc, gfx=gfx,
             data_center=model.data_center if model else None,
             brand=model.brand if model else None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LayerError
 
 if TYPE_CHECKING:
-    from .decompress import BlobSpan
+    from .blobspan import BlobSpan
 
 #: blob bytes per hash step: few hand-offs of the interpreter lock (about 1,100 for a 4.57 GB
 #: blob), and a small buffer (16 MiB steps held 12 MiB more of a layer worker's memory)

@@ -12,8 +12,10 @@ Trust: a hit is not read, so its blob is not hashed again. The digest names the 
 (as in Trivy's cache and the containerd content store); ``--no-cache`` reads and verifies
 everything. Only layers that were read to the end and verified are stored; a layer that
 fails (corrupt, hostile, digest mismatch) raises before anything is stored, so nothing bad
-is ever cached as good. Entries are pickled with a loader that accepts only gpusbom's own
-classes and plain containers, so a planted cache file cannot run code through pickle.
+is ever cached as good. Entries are plain data (``fsview.layercodec``: a JSON header and raw
+bytes, nothing that can name code), checked field by field on load: a damaged, foreign or
+planted entry is a miss and is dropped, never trusted, and one over ``MAX_ENTRY_BYTES`` is
+not even read.
 
 ``shadow_hashes`` (paths of unmatched files that may replace lower-layer files) are
 normally ``hash()`` values, salted per process; with the cache on they are keyed 64-bit
@@ -26,22 +28,22 @@ Eviction: least recently used entries go once the file holds more than ``max_siz
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import pickle
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from .. import settings
 from .._codeid import code_fingerprint
 from .._userdir import user_cache_dir
+from ..clock import wall
+from . import layercodec
 from .types import ContentRef, Entry, LayerIndex, Limits, with_layer_index
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_MAX_SIZE = 2 << 30
 # layers whose captured content spilled to temp files beyond this are not stored
 MAX_SPOOLED_PER_LAYER = 256 << 20
@@ -55,7 +57,7 @@ def default_dir() -> Path:
 
 
 def disabled_by_env() -> bool:
-    return os.environ.get("GPUSBOM_NO_CACHE", "") not in ("", "0")
+    return bool(settings.get("no_cache"))
 
 
 def keyed_shadow_salt(key: bytes) -> int:
@@ -75,27 +77,6 @@ def keyed_shadow_hash(key: bytes) -> Callable[[str], int]:
     return h
 
 
-_SAFE_BUILTINS = frozenset(
-    {"set", "frozenset", "dict", "list", "tuple", "bytes", "bytearray", "int", "str", "float"}
-    | {"bool", "complex", "object", "slice"}
-)
-
-
-class _Unpickler(pickle.Unpickler):
-    """Loads gpusbom's own classes and plain containers only."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (
-            (module == "builtins" and name in _SAFE_BUILTINS)
-            or (module == "array" and name in ("array", "_array_reconstructor"))
-            or (module == "copyreg" and name == "_reconstructor")
-            or (module == "collections" and name == "OrderedDict")
-            or module.startswith("gpusbom.")
-        ):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"layer cache: refusing {module}.{name}")
-
-
 class LayerCache:
     """One scan's view of the cache file (see the module docstring)."""
 
@@ -108,8 +89,17 @@ class LayerCache:
         max_size: int = DEFAULT_MAX_SIZE,
     ) -> None:
         from .. import __version__
+        from .._userdir import check_owned
 
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+        # a file created now is 0600: the connection is opened on a descriptor's path
+        # only after the refusal check of an existing one (another user's, or writable by
+        # others: whoever may write it decides what a scan reads)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            check_owned(f"cache file {path}", os.fstat(fd))
+        finally:
+            os.close(fd)
         self.path = path
         self.max_size = max_size
         self.hits = 0
@@ -183,8 +173,11 @@ class LayerCache:
     # store / load -------------------------------------------------------------------------
 
     def get(self, key: str, spool: Any, limits: Limits) -> LayerIndex | None:
-        row = self._db.execute("SELECT data FROM layer_data WHERE key = ?", (key,)).fetchone()
+        row = self._db.execute(
+            "SELECT data FROM layer_data WHERE key = ? AND length(data) <= ?",
+            (key, layercodec.MAX_ENTRY_BYTES)).fetchone()
         if row is None:
+            self._drop_oversized([key])
             return None
         li = self._load(key, row[0], spool, limits)
         if li is not None:
@@ -193,11 +186,9 @@ class LayerCache:
 
     def _load(self, key: str, data: bytes, spool: Any, limits: Limits) -> LayerIndex | None:
         try:
-            li = _Unpickler(io.BytesIO(data)).load()
-        except Exception:  # noqa: BLE001 - a damaged entry is a miss, and is dropped
-            self._drop([(key,)])
-            return None
-        if not isinstance(li, LayerIndex):
+            li = layercodec.decode(data, max_entries=limits.max_entries_per_layer)
+        except (layercodec.CacheFormatError, ValueError, TypeError, OverflowError):
+            self._drop([(key,)])  # damaged, foreign or planted: a miss, and dropped
             return None
         _respool(li, spool, limits)
         return li
@@ -208,13 +199,25 @@ class LayerCache:
         for n in range(0, len(keys), _BATCH):
             part = tuple(keys[n:n + _BATCH])
             out.update(self._db.execute(
-                f"SELECT key, data FROM layer_data WHERE key IN ({','.join('?' * len(part))})",  # noqa: S608 - placeholders only
-                part).fetchall())
+                f"SELECT key, data FROM layer_data WHERE key IN ({','.join('?' * len(part))}) "  # noqa: S608 - placeholders only
+                "AND length(data) <= ?", (*part, layercodec.MAX_ENTRY_BYTES)).fetchall())
+        self._drop_oversized([k for k in keys if k not in out])
         return out
+
+    def _drop_oversized(self, keys: Sequence[str]) -> None:
+        """Entries of ``keys`` over ``MAX_ENTRY_BYTES`` (never written so: planted) go unread."""
+        for n in range(0, len(keys), _BATCH):
+            part = tuple(keys[n:n + _BATCH])
+            self._db.execute(
+                f"DELETE FROM layer_data WHERE key IN ({','.join('?' * len(part))}) "  # noqa: S608 - placeholders only
+                "AND length(data) > ?", (*part, layercodec.MAX_ENTRY_BYTES))
+            self._db.execute(
+                f"DELETE FROM layer_use WHERE key IN ({','.join('?' * len(part))}) "  # noqa: S608 - placeholders only
+                "AND key NOT IN (SELECT key FROM layer_data)", part)
 
     def _touch(self, keys: Sequence[str]) -> None:
         """Mark ``keys`` used now (least recently used go first)."""
-        now = time.time()
+        now = wall()
         for n in range(0, len(keys), _BATCH):
             part = tuple(keys[n:n + _BATCH])
             self._db.execute(
@@ -233,7 +236,7 @@ class LayerCache:
         try:
             self._db.execute("INSERT OR REPLACE INTO layer_data VALUES (?, ?)", (key, data))
             self._db.execute("INSERT OR REPLACE INTO layer_use VALUES (?, ?, ?)",
-                             (key, len(data), time.time()))
+                             (key, len(data), wall()))
         except BaseException:
             if own:
                 self._db.execute("ROLLBACK")
@@ -318,7 +321,8 @@ def _at_index(li: LayerIndex, index: int) -> LayerIndex:
 
 
 def _dumps(li: LayerIndex) -> bytes | None:
-    """Pickle ``li`` with spooled content inlined; None when too much was spooled."""
+    """``li`` as a cache entry (``layercodec``) with spooled content inlined; None when too
+    much was spooled or it cannot be stored exactly."""
     spooled = 0
     swapped: list[tuple[Entry, ContentRef]] = []
     inlined: dict[int, ContentRef] = {}  # hard links share one ContentRef: keep it shared
@@ -334,7 +338,7 @@ def _dumps(li: LayerIndex) -> bytes | None:
                     new = inlined[id(c)] = ContentRef(data=c.read())
                 swapped.append((e, c))
                 e.content = new
-        return pickle.dumps(li, protocol=pickle.HIGHEST_PROTOCOL)
+        return layercodec.encode(li)
     finally:
         for e, c in swapped:
             e.content = c

@@ -17,10 +17,11 @@ chunk is fed once every analyzer is done): the results are the inline path's.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from typing import TYPE_CHECKING, Any
+
+from .. import settings
 
 if TYPE_CHECKING:
     from .layer import Analyzers
@@ -34,7 +35,7 @@ _END = object()
 
 
 def enabled() -> bool:
-    return os.environ.get("GPUSBOM_ANALYSIS_THREAD", "1") != "0"
+    return bool(settings.get("analysis_thread"))
 
 
 class Job:
@@ -89,7 +90,7 @@ class Offload:
                 self._error = e
                 self._abort = True
                 job.done.set()
-        if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+        if settings.get("debug_inflate"):
             import sys
             import time
 

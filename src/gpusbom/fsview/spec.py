@@ -171,6 +171,51 @@ def _layout_of_json(text: str) -> dict[str, Any]:
     return _layout(json.loads(text))
 
 
+def _layout_dump(lay: dict[str, Any]) -> dict[str, Any]:
+    """The layout as JSON data (its sets as sorted lists)."""
+    return {k: sorted(v) if isinstance(v, set) else v for k, v in lay.items()}
+
+
+_LAYOUT_MAPS = ("exact", "prefix", "dir_exact", "dir_suffix", "suffix", "infix")
+_LAYOUT_LISTS = ("any", "wild_base", "deep", "any_shallow", "suffix_lengths", "prefix_lengths")
+_LAYOUT_RX = ("deep_rx", "base_rx", "head_rx")
+
+
+def _layout_loader(n: int) -> Callable[[Any], dict[str, Any]]:
+    """Checks a layout read back from the cache for ``n`` specs (every index in range, every
+    key of the right type: ``ValueError`` otherwise) and gives its sets back."""
+
+    def ints(v: Any) -> list[int]:
+        if type(v) is not list or not all(type(i) is int and 0 <= i < n for i in v):
+            raise ValueError("path matcher layout: bad index list")
+        return v
+
+    def load(d: Any) -> dict[str, Any]:
+        if type(d) is not dict or set(d) != {*_LAYOUT_MAPS, *_LAYOUT_LISTS, *_LAYOUT_RX}:
+            raise ValueError("path matcher layout: bad keys")
+        for k in _LAYOUT_MAPS:
+            if type(d[k]) is not dict:
+                raise ValueError("path matcher layout: bad map")
+            for v in d[k].values():
+                ints(v)
+        for k in ("any", "any_shallow", "wild_base", "deep"):
+            ints(d[k])
+        for k in ("suffix_lengths", "prefix_lengths"):
+            if type(d[k]) is not list or not all(type(i) is int and i >= 0 for i in d[k]):
+                raise ValueError("path matcher layout: bad lengths")
+        for k in _LAYOUT_RX:
+            if d[k] is not None and type(d[k]) is not str:
+                raise ValueError("path matcher layout: bad regex")
+            if d[k] is not None:
+                try:
+                    re.compile(d[k])
+                except re.error as exc:
+                    raise ValueError(f"path matcher layout: {exc}") from None
+        return {**d, "wild_base": set(d["wild_base"]), "deep": set(d["deep"])}
+
+    return load
+
+
 def _layout(patterns: list[str]) -> dict[str, Any]:
     """How ``PathMatcher`` indexes ``patterns`` (plain data, by position): specs bucketed by
     the shape of their base name, and the sources of the two regular expressions that
@@ -227,7 +272,13 @@ def _layout(patterns: list[str]) -> dict[str, Any]:
             if i not in wild_base and i not in deep
         }
     )
+    # the directories where a spec with a wholly wild base name may match ("/**/bin",
+    # "/**/*.dist-info/sboms"): one C-speed test of a file's directory, where a Python-level
+    # test per spec used to run for every path once one such directory had a wildcard
+    heads = sorted({glob_to_regex(patterns[i].rsplit("/", 1)[0] or "/") for i in wild_base
+                    if i not in deep})
     return {
+        "head_rx": "(?:" + "|".join(heads) + r")\Z" if heads else None,
         "exact": exact, "prefix": prefix, "dir_exact": dir_exact, "dir_suffix": dir_suffix,
         "suffix": suffix, "infix": infix, "any": any_, "wild_base": wild_base, "deep": deep,
         "any_shallow": [i for i in any_ if i not in deep],
@@ -263,7 +314,8 @@ class PathMatcher:
         if len(patterns) >= _CACHED_LAYOUT:
             from .._tables import cached_parse
 
-            lay = cached_parse(json.dumps(patterns), _layout_of_json, code=True)
+            lay = cached_parse(json.dumps(patterns), _layout_of_json, code=True,
+                               dump=_layout_dump, load=_layout_loader(len(patterns)))
         else:
             lay = _layout(patterns)
         self._exact: dict[str, list[int]] = lay["exact"]
@@ -280,6 +332,7 @@ class PathMatcher:
         self._prefix_lengths: list[int] = lay["prefix_lengths"]
         self._deep_rx = re.compile(lay["deep_rx"]) if lay["deep_rx"] is not None else None
         self._base_rx = re.compile(lay["base_rx"]) if lay["base_rx"] is not None else None
+        self._head_rx = re.compile(lay["head_rx"]) if lay["head_rx"] is not None else None
 
     def _candidates(self, path: str) -> list[int]:
         base = path[path.rfind("/") + 1 :]
@@ -339,11 +392,7 @@ class PathMatcher:
         answers None for is one ``match`` rejects (one C-level regex call per name, once
         the directory is known; the walker calls ``match`` only for the rest). None: no
         such test here (a spec with a wholly wild base name may match in ``head``)."""
-        if self._wild_base and (
-            self._any_shallow
-            or head in self._dir_exact
-            or any(head.endswith(t) for t in self._dir_suffix)
-        ):
+        if self._head_rx is not None and self._head_rx.match(head) is not None:
             return None
         if self._deep_rx is not None and self._deep_rx.match(head):
             return None
@@ -355,14 +404,7 @@ class PathMatcher:
             head = path[:cut] or "/"
             # below a directory that a "/**" spec takes whole, any name may match
             deep = self._deep_rx is not None and self._deep_rx.match(head) is not None
-            if not deep and (
-                not self._wild_base
-                or (
-                    head not in self._dir_exact
-                    and not any(head.endswith(t) for t in self._dir_suffix)
-                    and not self._any_shallow
-                )
-            ):
+            if not deep and (self._head_rx is None or self._head_rx.match(head) is None):
                 return None
         cands = self._candidates(path)
         if not cands:

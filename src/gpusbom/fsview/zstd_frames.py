@@ -18,7 +18,6 @@ bytes already handed on are skipped): bad input is judged exactly as before.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -27,10 +26,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from .. import settings
 from .blobhash import BlobHasher
 
 if TYPE_CHECKING:
-    from .decompress import BlobSpan
+    from .blobspan import BlobSpan
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: frames whose content is larger than this keep the blob on the sequential path
@@ -120,7 +120,7 @@ def parallel_unzstd(
     pipeline: Any, span: BlobSpan, threads: int, frames: list[Frame]
 ) -> Iterator[tuple[bytes, int]]:
     """The decompressed bytes of ``span`` as ``(data, raw bytes since last)`` pairs for
-    ``decompress._Pipeline.chunks`` (``pipeline``: its output checks and raw hash)."""
+    ``decode.DecodePipeline.chunks`` (``pipeline``: its output checks and raw hash)."""
     import zstandard
 
     pipeline.format = "zstd"
@@ -182,7 +182,7 @@ def parallel_unzstd(
         if not finished:
             hasher.stop()
         hasher.join()
-        if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+        if settings.get("debug_inflate"):
             print(
                 f"gpusbom: parallel unzstd {pipeline.name}: {threads} threads, {len(frames)} "
                 f"frames, {delivered} bytes, {time.perf_counter() - started:.2f} s, "

@@ -5,21 +5,27 @@ the user cache and reused while it is fresh: same boot (``/proc/sys/kernel/rando
 a new driver or kernel module needs a reboot or a reload, see below), the same package
 databases and library directories (their mtimes and sizes: installing or removing a
 package, a wheel or a library touches at least one of them), the same loaded NVIDIA kernel
-module, the same gpusbom, and at most ``MAX_AGE`` seconds old. Anything else rescans.
+module, the same gpusbom, and at most ``MAX_AGE`` seconds old. Anything else rescans. The
+stored scan is plain JSON read back by gpusbom's own SBOM reader (as hostile as any input),
+at most ``MAX_BYTES``; one that does not read is removed and the host scanned again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..clock import wall
+
 MAX_AGE = 900.0
+#: the largest stored scan read back (a host's is a few MB)
+MAX_BYTES = 256 << 20
 FILE = "host-scan.json"
 
 # package databases and the directories that libraries and Python packages land in
@@ -91,19 +97,25 @@ def cached_host_scan(
     if key is None or disabled_by_env():
         return scan(), False
     path = (directory or default_dir()) / FILE
-    now = time.time() if now is None else now
+    now = wall() if now is None else now
+    from .._userdir import read_bounded
     from ..errors import GpusbomError
 
     try:
-        with open(path.with_suffix(".key"), encoding="utf-8") as f:
-            meta = json.load(f)
-        if meta.get("key") == key and 0 <= now - float(meta.get("time", 0)) <= MAX_AGE:
+        meta = json.loads(read_bounded(path.with_suffix(".key"), 4096) or b"null")
+        if (isinstance(meta, dict) and meta.get("key") == key
+                and 0 <= now - float(meta.get("time", 0)) <= MAX_AGE
+                and 0 < os.stat(path).st_size <= MAX_BYTES):
             return load(str(path)), True
-    except (OSError, ValueError, TypeError, AttributeError, GpusbomError):
-        pass  # none stored yet, or damaged: scan
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError, GpusbomError):
+        # damaged or planted (the stored scan is read by gpusbom's JSON reader, which
+        # treats it as any untrusted SBOM): dropped, and the host scanned
+        for p in (path, path.with_suffix(".key")):
+            with contextlib.suppress(OSError):
+                p.unlink()
     result = scan()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(path.parent, mode=0o700, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

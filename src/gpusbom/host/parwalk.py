@@ -29,6 +29,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import settings
 from ..errors import UnsafeArchiveError
 from ..fsview.types import ContentRef, Entry, EntryKind
 
@@ -55,7 +56,7 @@ _PIPE_SIZE = 1 << 20
 def default_workers() -> int:
     """Worker processes for a host walk: ``GPUSBOM_HOST_WALKERS`` when set, else one per
     core up to 16 on machines of 4 cores or more (1: the walk stays in this process)."""
-    env = os.environ.get("GPUSBOM_HOST_WALKERS")
+    env = settings.raw("host_walkers")
     if env and env.strip().isdigit():
         return max(1, int(env))
     if not hasattr(os, "fork"):
@@ -114,7 +115,7 @@ def _walk_task(walker: _HostWalker, real_root: str, roots: list[str],
 def _subdirs(walker: _HostWalker, real_root: str, root: str, path: str,
              depth: int) -> tuple[int, list[str]] | None:
     """How many entries directory ``path`` holds, and the subdirectories the walk descends
-    into (the tests of ``_DirWalker._walk_fd`` and ``_HostWalker._walk_fd``)."""
+    into (the tests of ``DirWalker._walk_fd`` and ``_HostWalker._walk_fd``)."""
     from .walker import SKIP_NAMES, SKIP_PATHS
 
     try:

@@ -11,8 +11,8 @@ import stat
 from collections.abc import Iterable
 from typing import Any
 
+from ..fsview.rootwalk import DirWalker
 from ..fsview.types import Entry, EntryKind
-from ..fsview.view import _DirWalker
 
 #: roots walked below the scanned root (globs on the first level of home directories)
 HOST_ROOTS: tuple[str, ...] = (
@@ -36,7 +36,7 @@ SKIP_PATHS = frozenset({
 SKIP_NAMES = frozenset({"__pycache__", ".cache", ".git", "node_modules", ".ssh", ".gnupg"})
 
 
-class _HostWalker(_DirWalker):
+class _HostWalker(DirWalker):
     #: feed matched files to the specs' stream analyzers (GPU binary analysis); off by
     #: default on hosts: reading every large library costs seconds (13 s on an H200 node)
     analyze = False
@@ -111,7 +111,7 @@ def _walk_roots(walker: _HostWalker, real_root: str, roots: list[str]) -> None:
         if not stat.S_ISDIR(st.st_mode):
             parent = os.path.dirname(full)
             try:
-                dfd = os.open(parent, _DirWalker._DIR_FLAGS)
+                dfd = os.open(parent, DirWalker.DIR_FLAGS)
             except OSError as e:
                 if e.errno in (errno.EACCES, errno.EPERM):
                     walker.unreadable.append(top)
@@ -129,7 +129,7 @@ def _walk_roots(walker: _HostWalker, real_root: str, roots: list[str]) -> None:
         walker._keep(Entry(top, EntryKind.DIR, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid,
                            gid=st.st_gid, mtime=int(st.st_mtime)))
         try:
-            fd = os.open(full, _DirWalker._DIR_FLAGS)
+            fd = os.open(full, DirWalker.DIR_FLAGS)
         except OSError as e:
             if e.errno in (errno.EACCES, errno.EPERM):
                 walker.unreadable.append(top)
@@ -140,7 +140,7 @@ def _walk_roots(walker: _HostWalker, real_root: str, roots: list[str]) -> None:
             os.close(fd)
 
 
-def _keep_parents(walker: _DirWalker, path: str) -> None:
+def _keep_parents(walker: DirWalker, path: str) -> None:
     parts = path.strip("/").split("/")[:-1]
     cur = ""
     for p in parts:

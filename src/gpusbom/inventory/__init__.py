@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import settings
 from .database import InventoryError, default_url, normalize_url, redact
 from .ranges import QueryRange, parse_range
 from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
@@ -79,14 +80,13 @@ def push_scan(result: ScanResult, url: str, *, retry_seconds: float | None = Non
     is retried with backoff for ``retry_seconds`` (``PUSH_RETRY_SECONDS``, or
     ``$GPUSBOM_PUSH_RETRY_SECONDS``), one warning line on stderr per retry; the ingest is
     one transaction, so a push cut off mid-way leaves nothing behind and is simply redone."""
-    import os
     import sys
     import time
 
     from .store import Store
 
     if retry_seconds is None:
-        env = os.environ.get("GPUSBOM_PUSH_RETRY_SECONDS")
+        env = settings.raw("push_retry_seconds")
         retry_seconds = float(env) if env else PUSH_RETRY_SECONDS
     deadline = time.monotonic() + retry_seconds
     delay = 0.5

@@ -53,11 +53,14 @@ def default_url() -> str:
 
 
 def normalize_url(url: str | None) -> Any:
-    """A SQLAlchemy ``URL`` for ``url`` (None/empty: the default SQLite file)."""
+    """A SQLAlchemy ``URL`` for ``url`` (None/empty: the ``inventory_db`` setting, else the
+    default SQLite file)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    text = (url or "").strip() or default_url()
+    from .. import settings
+
+    text = (url or "").strip() or settings.raw("inventory_db").strip() or default_url()
     if "://" not in text:  # a bare path: an SQLite file
         text = "sqlite:///" + os.path.abspath(os.path.expanduser(text))
     try:
@@ -131,10 +134,13 @@ def _sqlite_setup(engine: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def open_engine(url: str | None) -> tuple[Any, Any]:
-    """(engine, URL) with the schema at the newest migration; raises ``InventoryError``."""
+def open_engine(url: str | None, blobs: Any = None) -> tuple[Any, Any, Any]:
+    """(engine, URL, blob store) with the schema at the newest migration; raises
+    ``InventoryError``. ``blobs``: a function of (URL, engine) returning the blob store
+    (``blobs.open_blobs``), which migration 0004 moves scan bodies to."""
     from sqlalchemy import create_engine
     from sqlalchemy.exc import SQLAlchemyError
+
 
     u = normalize_url(url)
     if u.get_backend_name() == "sqlite":
@@ -153,7 +159,8 @@ def open_engine(url: str | None) -> tuple[Any, Any]:
             connect_args["connect_timeout"] = 10
         engine = create_engine(u, connect_args=connect_args, pool_pre_ping=True)
     try:
-        migrate(engine)
+        store = blobs(u, engine) if blobs is not None else None
+        migrate(engine, store)
     except InventoryError:
         engine.dispose()
         raise
@@ -163,7 +170,7 @@ def open_engine(url: str | None) -> tuple[Any, Any]:
     except OSError as exc:
         engine.dispose()
         raise describe_error(exc, u) from None
-    return engine, u
+    return engine, u, store
 
 
 @functools.lru_cache(maxsize=1)
@@ -181,8 +188,9 @@ def _alembic_config() -> Any:
     return cfg
 
 
-def migrate(engine: Any) -> None:
-    """Bring the schema to the newest revision (a no-op when it is there)."""
+def migrate(engine: Any, blobs: Any = None) -> None:
+    """Bring the schema to the newest revision (a no-op when it is there). ``blobs``: the
+    blob store migration 0004 moves the scan bodies to."""
     from alembic import command
     from alembic.runtime.migration import MigrationContext
 
@@ -205,6 +213,7 @@ def migrate(engine: Any) -> None:
                 "gpusbom knows: upgrade gpusbom")
         cfg = _alembic_config()
         cfg.attributes["connection"] = conn
+        cfg.attributes["blobs"] = blobs
         command.upgrade(cfg, "head")
 
 

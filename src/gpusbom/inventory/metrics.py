@@ -22,9 +22,10 @@ directory with ``--output`` (atomic rename).
 from __future__ import annotations
 
 import datetime as _dt
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from ..clock import wall
 
 if TYPE_CHECKING:
     from .store import Store
@@ -41,70 +42,126 @@ def _epoch(iso: str) -> float:
 Family = tuple[str, str, tuple[str, ...], list[tuple[tuple[str, ...], float]]]
 
 
-def families(store: Store, now: float) -> list[Family]:
-    """The gauges of the latest scan of every host and image, read from the ``latest``
-    table and the per-scan counts stored at ingest (no finding row is read)."""
+#: (name, help, label names) of each family, in the order they are written
+SPECS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("gpusbom_inventory_scan_timestamp_seconds", "Time of the latest scan (Unix seconds).",
+     ("kind", "subject")),
+    ("gpusbom_inventory_scan_age_seconds", "Seconds since the latest scan.",
+     ("kind", "subject")),
+    ("gpusbom_inventory_components", "Components in the latest scan.", ("kind", "subject")),
+    ("gpusbom_inventory_findings", "Findings of the latest scan by severity.",
+     ("kind", "subject", "severity")),
+    ("gpusbom_inventory_gpu_info", "GPUs of the latest host scan (value 1).",
+     ("subject", "pci_address", "model", "compute_capability", "driver_version", "uuid")),
+    ("gpusbom_inventory_probe_outcome",
+     "Smoke-test probe outcome per GPU and backend (state set).",
+     ("subject", "backend", "device_id", "device", "pci_address", "outcome")),
+)
+#: families in the order of the scans' ids (the others: by scan time)
+_BY_ID = {"gpusbom_inventory_gpu_info", "gpusbom_inventory_probe_outcome"}
+Samples = list[tuple[tuple[str, ...], float]]
+
+
+class _Sets:
+    """The rows of the sets the metrics read (finding counts, devices, probes), by set id;
+    a set never changes, so what was read once is kept (``only``: the sets not kept)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[str, int]] = {}
+        self.devs: dict[str, list[Any]] = {}
+        self.probes: dict[str, list[Any]] = {}
+
+    def read(self, conn: Any, rows: list[Any]) -> None:
+        from sqlalchemy import select
+
+        from .schema import devices, finding_counts, probes
+
+        want: list[tuple[dict[str, Any], Any, set[str]]] = [
+                (self.counts, finding_counts, {r.fset for r in rows}),
+                (self.devs, devices, {r.cset for r in rows}),
+                (self.probes, probes, {r.pset for r in rows})]
+        for kept, table, ids in want:
+            missing = sorted(ids - kept.keys())
+            for i in range(0, len(missing), 500):
+                chunk = missing[i:i + 500]
+                for sid in chunk:
+                    if table is finding_counts:
+                        self.counts[sid] = {}
+                    elif table is devices:
+                        self.devs[sid] = []
+                    else:
+                        self.probes[sid] = []
+                if table is finding_counts:
+                    for fset, severity, n in conn.execute(select(
+                            table.c.set_id, table.c.severity, table.c.n).where(
+                            table.c.set_id.in_(chunk))):
+                        self.counts[fset][severity] = n
+                elif table is devices:
+                    for r in conn.execute(select(
+                            table.c.set_id, table.c.pci_address, table.c.model,
+                            table.c.compute_capability, table.c.driver_version, table.c.uuid)
+                            .where(table.c.set_id.in_(chunk))
+                            .order_by(table.c.set_id, table.c.idx)):
+                        self.devs[r.set_id].append(r)
+                else:
+                    for r in conn.execute(select(
+                            table.c.set_id, table.c.backend, table.c.device_id,
+                            table.c.device, table.c.pci_address, table.c.outcome)
+                            .where(table.c.set_id.in_(chunk))
+                            .order_by(table.c.set_id, table.c.idx)):
+                        self.probes[r.set_id].append(r)
+
+
+def _latest_rows(conn: Any) -> list[Any]:
     from sqlalchemy import select
 
-    from .schema import devices, finding_counts, latest, probes, scans
+    from .schema import latest
 
-    def of_latest(table: Any) -> Any:
-        return latest.join(table, table.c.scan_id == latest.c.scan_id)
+    return list(conn.execute(select(
+        latest.c.id, latest.c.kind, latest.c.subject, latest.c.ts, latest.c.components,
+        latest.c.cset, latest.c.fset, latest.c.pset).order_by(
+        latest.c.ts, latest.c.ingested_at, latest.c.id)))
 
+
+def _scan_samples(r: Any, sets: _Sets) -> dict[str, Samples]:
+    """One latest scan's samples of every family but the age."""
+    have = sets.counts.get(r.fset, {})
+    return {
+        "gpusbom_inventory_scan_timestamp_seconds": [((r.kind, r.subject), _epoch(r.ts))],
+        "gpusbom_inventory_components": [((r.kind, r.subject), r.components)],
+        "gpusbom_inventory_findings": [((r.kind, r.subject, name), have.get(name, 0))
+                                       for name in dict.fromkeys((*SEVERITIES, *sorted(have)))],
+        "gpusbom_inventory_gpu_info": [
+            ((r.subject, d.pci_address or "", d.model or "", d.compute_capability or "",
+              d.driver_version or "", d.uuid or ""), 1) for d in sets.devs.get(r.cset, ())],
+        "gpusbom_inventory_probe_outcome": [
+            ((r.subject, p.backend, p.device_id or "", p.device or "", p.pci_address or "",
+              outcome), 1 if outcome == p.outcome else 0)
+            for p in sets.probes.get(r.pset, ()) for outcome in dict.fromkeys((*OUTCOMES,
+                                                                              p.outcome))],
+    }
+
+
+def families(store: Store, now: float) -> list[Family]:
+    """The gauges of the latest scan of every host and image, read from the ``latest``
+    table and the rows of the sets it references, each set once (no finding row is read:
+    the per-set counts stored at ingest)."""
+    sets = _Sets()
     with store.engine.connect() as conn:
-        infos = conn.execute(select(scans.c.id, scans.c.kind, scans.c.subject, scans.c.ts,
-                                    scans.c.components).select_from(
-            latest.join(scans, scans.c.id == latest.c.scan_id)).order_by(
-            scans.c.ts, scans.c.ingested_at, scans.c.id)).all()
-        counts: dict[str, dict[str, int]] = {}
-        for sid, severity, n in conn.execute(
-                select(finding_counts.c.scan_id, finding_counts.c.severity,
-                       finding_counts.c.n).select_from(of_latest(finding_counts))):
-            counts.setdefault(sid, {})[severity] = n
-        dev_rows = conn.execute(select(
-            devices.c.scan_id, devices.c.pci_address, devices.c.model,
-            devices.c.compute_capability, devices.c.driver_version, devices.c.uuid)
-            .select_from(of_latest(devices)).order_by(devices.c.scan_id, devices.c.idx)).all()
-        probe_rows = conn.execute(select(
-            probes.c.scan_id, probes.c.backend, probes.c.device_id, probes.c.device,
-            probes.c.pci_address, probes.c.outcome).select_from(of_latest(probes))
-            .order_by(probes.c.scan_id, probes.c.idx)).all()
-    subject = {sid: subj for sid, _k, subj, _t, _c in infos}
-    ts: list[tuple[tuple[str, ...], float]] = []
-    age: list[tuple[tuple[str, ...], float]] = []
-    comps: list[tuple[tuple[str, ...], float]] = []
-    sev: list[tuple[tuple[str, ...], float]] = []
-    for sid, kind, subj, when, n_comps in infos:
-        t = _epoch(when)
-        ts.append(((kind, subj), t))
-        age.append(((kind, subj), max(0.0, now - t)))
-        comps.append(((kind, subj), n_comps))
-        have = counts.get(sid, {})
-        for name in dict.fromkeys((*SEVERITIES, *sorted(have))):
-            sev.append(((kind, subj, name), have.get(name, 0)))
-    gpu: list[tuple[tuple[str, ...], float]] = [((subject[r.scan_id], r.pci_address or "", r.model or "",
-             r.compute_capability or "", r.driver_version or "", r.uuid or ""), 1)
-           for r in dev_rows if r.scan_id in subject]
-    probe: list[tuple[tuple[str, ...], float]] = [((subject[r.scan_id], r.backend, r.device_id or "", r.device or "",
-               r.pci_address or "", outcome), 1 if outcome == r.outcome else 0)
-             for r in probe_rows if r.scan_id in subject
-             for outcome in dict.fromkeys((*OUTCOMES, r.outcome))]
-    per_subject = ("kind", "subject")
-    return [
-        ("gpusbom_inventory_scan_timestamp_seconds", "Time of the latest scan (Unix seconds).",
-         per_subject, ts),
-        ("gpusbom_inventory_scan_age_seconds", "Seconds since the latest scan.", per_subject,
-         age),
-        ("gpusbom_inventory_components", "Components in the latest scan.", per_subject, comps),
-        ("gpusbom_inventory_findings", "Findings of the latest scan by severity.",
-         ("kind", "subject", "severity"), sev),
-        ("gpusbom_inventory_gpu_info", "GPUs of the latest host scan (value 1).",
-         ("subject", "pci_address", "model", "compute_capability", "driver_version", "uuid"),
-         gpu),
-        ("gpusbom_inventory_probe_outcome",
-         "Smoke-test probe outcome per GPU and backend (state set).",
-         ("subject", "backend", "device_id", "device", "pci_address", "outcome"), probe),
-    ]
+        rows = _latest_rows(conn)
+        sets.read(conn, rows)
+    per = [_scan_samples(r, sets) for r in rows]
+    by_id = sorted(range(len(rows)), key=lambda i: rows[i].id)
+    out: list[Family] = []
+    for name, doc, labels in SPECS:
+        if name == "gpusbom_inventory_scan_age_seconds":
+            samples: Samples = [((r.kind, r.subject), max(0.0, now - _epoch(r.ts)))
+                                for r in rows]
+        else:
+            order = by_id if name in _BY_ID else range(len(rows))
+            samples = [x for i in order for x in per[i][name]]
+        out.append((name, doc, labels, samples))
+    return out
 
 
 def _escape(value: str) -> str:
@@ -114,22 +171,33 @@ def _escape(value: str) -> str:
 def text(fams: list[Family]) -> str:
     """The Prometheus text format (0.0.4) of gauge families, as ``generate_latest`` writes
     it: label names sorted, label values escaped, values as Go formats floats."""
-    from prometheus_client.utils import floatToGoString
-
     numbers: dict[float, str] = {}
     out: list[str] = []
     for name, doc, labels, samples in fams:
-        # HELP text escapes backslash and newline only, label values the quote too
-        doc = doc.replace("\\", r"\\").replace("\n", r"\n")
-        out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
-        # one format string per family: the label names sorted (as the library writes them)
-        line = (name + "{{" + ",".join(f'{labels[i]}="{{{i}}}"' for i in sorted(
-            range(len(labels)), key=lambda i: labels[i])) + f"}}}} {{{len(labels)}}}\n")
-        for values, value in samples:
-            num = numbers.get(value)
-            if num is None:
-                num = numbers[value] = floatToGoString(value)  # type: ignore[no-untyped-call]
-            out.append(line.format(*[_escape(v) for v in values], num))
+        out.append(_header(name, doc))
+        out.append(_lines(name, labels, samples, numbers))
+    return "".join(out)
+
+
+def _header(name: str, doc: str) -> str:
+    # HELP text escapes backslash and newline only, label values the quote too
+    doc = doc.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {doc}\n# TYPE {name} gauge\n"
+
+
+def _lines(name: str, labels: tuple[str, ...], samples: Samples,
+           numbers: dict[float, str]) -> str:
+    from prometheus_client.utils import floatToGoString
+
+    # one format string per family: the label names sorted (as the library writes them)
+    line = (name + "{{" + ",".join(f'{labels[i]}="{{{i}}}"' for i in sorted(
+        range(len(labels)), key=lambda i: labels[i])) + f"}}}} {{{len(labels)}}}\n")
+    out = []
+    for values, value in samples:
+        num = numbers.get(value)
+        if num is None:
+            num = numbers[value] = floatToGoString(value)  # type: ignore[no-untyped-call]
+        out.append(line.format(*[_escape(v) for v in values], num))
     return "".join(out)
 
 
@@ -156,39 +224,71 @@ class _Collector:
 
 def collector(store: Store, *, now: float | None = None) -> Any:
     """The metrics of ``store`` as a Prometheus collector (read when it is collected)."""
-    return _Collector(store, time.time() if now is None else now)
+    return _Collector(store, wall() if now is None else now)
 
 
 def render(store: Store, *, now: float | None = None) -> str:
     """The exposition text (the dashboard's /metrics): the bytes the prometheus writer
     makes of ``collector(store)``, formatted directly."""
-    return text(families(store, time.time() if now is None else now))
+    return text(families(store, wall() if now is None else now))
 
 
 class Exposition:
-    """``render`` for a server: the text of every gauge is kept until ``version`` (of the
-    stored scans) changes, and the scan ages are computed per request from the kept scan
-    times, as ``render`` computes them."""
+    """``render`` for a server, incremental: the lines of each latest scan are kept by
+    (scan id, subject, the sets it references), the rows of each set by set id, so when
+    ``version`` (the change counter) moves only the scans that changed are formatted
+    again (one push among 10,000 hosts: one host's lines); the scan ages are computed per
+    request from the kept scan times, as ``render`` computes them."""
 
     AGE = "gpusbom_inventory_scan_age_seconds"
-    TS = "gpusbom_inventory_scan_timestamp_seconds"
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._kept: tuple[Any, list[tuple[Family, str | None]]] | None = None
+        self._sets = _Sets()
+        self._chunks: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._kept: tuple[Any, list[str], list[tuple[str, float]]] | None = None
 
     def render(self, version: Any, *, now: float | None = None) -> str:
-        now = time.time() if now is None else now
+        from prometheus_client.utils import floatToGoString
+
+        now = wall() if now is None else now
         kept = self._kept
         if kept is None or kept[0] != version:
-            fams = families(self.store, now)
-            kept = self._kept = (version, [(f, None if f[0] == self.AGE else text([f]))
-                                           for f in fams])
-        times = next(f for f, _ in kept[1] if f[0] == self.TS)[3]
-        parts = []
-        for (name, doc, labels, _samples), txt in kept[1]:
-            if txt is None:
-                txt = text([(name, doc, labels,
-                             [(values, max(0.0, now - t)) for values, t in times])])
-            parts.append(txt)
-        return "".join(parts)
+            kept = self._kept = (version, *self._build())
+        _version, parts, times = kept
+        # the ages: each scan's label text kept, the number formatted per request
+        age = "".join([prefix + floatToGoString(max(0.0, now - t)) + "\n"  # type: ignore[no-untyped-call]
+                       for prefix, t in times])
+        return parts[0] + _header(self.AGE, SPECS[1][1]) + age + parts[1]
+
+    def _build(self) -> tuple[list[str], list[tuple[str, float]]]:
+        with self.store.engine.connect() as conn:
+            rows = _latest_rows(conn)
+            self._sets.read(conn, rows)
+        numbers: dict[float, str] = {}
+        chunks: dict[tuple[Any, ...], dict[str, Any]] = {}
+        per = []
+        times: list[tuple[str, float]] = []
+        for r in rows:
+            key = tuple(r)
+            got = self._chunks.get(key)
+            if got is None:
+                samples = _scan_samples(r, self._sets)
+                got = {name: _lines(name, labels, samples[name], numbers)
+                       for name, _doc, labels in SPECS if name != self.AGE}
+                # the age line of this scan without its number ("... {labels} ")
+                got[self.AGE] = _lines(self.AGE, SPECS[1][2],
+                                       [((r.kind, r.subject), 0.0)], {})[:-len("0.0\n")]
+                got["epoch"] = _epoch(r.ts)
+            chunks[key] = got
+            per.append(got)
+            times.append((got[self.AGE], got["epoch"]))
+        self._chunks = chunks
+        by_id = sorted(range(len(rows)), key=lambda i: rows[i].id)
+        texts: list[list[str]] = [[], []]  # the families before the age, and after it
+        for n, (name, doc, _labels) in enumerate(SPECS):
+            if name == self.AGE:
+                continue
+            order = by_id if name in _BY_ID else range(len(rows))
+            texts[n > 1].append(_header(name, doc) + "".join(per[i][name] for i in order))
+        return ["".join(texts[0]), "".join(texts[1])], times

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import re
 import zlib
 from typing import Any
 
@@ -15,8 +16,32 @@ GPU_TARGET_KEYS = ("cuda:sass", "cuda:ptx", "cuda:lto", "hip:targets", "built-fo
 
 
 def canonical_json(result: ScanResult) -> bytes:
-    return json.dumps(result.to_document(), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+    """The scan's canonical JSON; a scan holding text no database stores the same (a lone
+    surrogate: not UTF-8) is an ``InputError`` (see ``check_text`` for NUL)."""
+    from ..errors import InputError
+
+    try:
+        return json.dumps(result.to_document(), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"scan of {result.target.reference[:200]!r}: holds text that is "
+                         f"not UTF-8 (position {exc.start} of a string): the inventory "
+                         "does not store it") from None
+
+
+# a JSON \u0000 escape, not an escaped backslash followed by "u0000"
+_NUL_RX = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def check_text(data: bytes, reference: str) -> None:
+    """Refuse a scan holding a NUL character (PostgreSQL stores none in text; SQLite
+    would): one line, the same on both databases (``InputError``: exit 3)."""
+    from ..errors import InputError
+
+    if b"\\u0000" in data and _NUL_RX.search(data):
+        raise InputError(f"scan of {reference[:200]!r}: holds a NUL character (\\u0000) in "
+                         "a name, version or property: the inventory does not store it "
+                         "(PostgreSQL cannot)")
 
 
 def scan_id(result: ScanResult) -> str:
@@ -42,18 +67,15 @@ def scan_kind(result: ScanResult) -> str:
 
 
 def subject_of(result: ScanResult) -> str:
-    """What a scan describes, stable across scans: the host name; the image name:tag (the
-    digest changes when the tag moves); else the reference."""
+    """What a scan describes, stable across scans: the host name; the image
+    ``registry/repo:tag`` (naming.py: never a local path, never the name twice; the digest
+    changes when the tag moves, so it is not part of the subject)."""
+    from .naming import subject_of_target
+
     t = result.target
     if t.kind == "host":
         return t.name or t.reference
-    if t.name:
-        return f"{t.name}:{t.tags[0]}" if t.tags and ":" not in t.name.rsplit("/", 1)[-1] \
-            else t.name
-    ref = t.reference
-    for prefix in ("registry:", "docker:", "sbom:"):
-        ref = ref.removeprefix(prefix)
-    return ref
+    return subject_of_target(t)
 
 
 def utc_iso(ts: str | None) -> str:
@@ -70,7 +92,9 @@ def utc_iso(ts: str | None) -> str:
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    from ..clock import wall_now
+
+    return wall_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def compress(data: bytes) -> bytes:
@@ -85,17 +109,112 @@ def _location(props: dict[str, str], evidence_paths: list[str]) -> str | None:
     return props.get("location") or (evidence_paths[0] if evidence_paths else None)
 
 
+_USERLAND = {"nvidia-driver": ("nvidia", "libcuda"), "amdgpu": ("amdgpu", None)}
+
+
+def _userland_driver(result: ScanResult) -> dict[str, tuple[str, str]]:
+    """vendor -> (driver name, version) from the user-space driver libraries."""
+    out: dict[str, tuple[str, str]] = {}
+    for c in result.components:
+        for pr in c.products:
+            want = _USERLAND.get(pr.stack)
+            ver = pr.version or c.version
+            if want and ver and (want[1] is None or pr.name == want[1]):
+                out.setdefault(want[0], (want[0], ver))
+    return out
+
+
+#: the top-level keys of a scan document that make its component set (its body: 90% of it)
+SET_KEYS = ("components", "relationships", "stacks", "unknowns")
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8")
+
+
+def _obj(pieces: dict[str, bytes], keys: Any) -> bytes:
+    """The canonical JSON of a dict from the canonical JSON of its values (``json.dumps``
+    with sorted keys writes exactly this)."""
+    return b"{" + b",".join(_dumps(k) + b":" + pieces[k] for k in sorted(keys)) + b"}"
+
+
+class Split:
+    """A scan document split into its envelope and its content-addressed bodies; each
+    top-level value is serialised once and the canonical JSON of the whole scan
+    (``data``, whose sha256 is the scan id) assembled from the same pieces."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        pieces = {k: _dumps(v) for k, v in doc.items()}
+        self.data = _obj(pieces, pieces)
+        self.component_body = _obj(pieces, [k for k in SET_KEYS if k in pieces])
+        self.finding_body = pieces.get("findings", b"[]")
+        self.cset = scan_id_of_bytes(self.component_body)
+        self.fset = scan_id_of_bytes(self.finding_body)
+        rest = {k: v for k, v in doc.items()
+                if k not in SET_KEYS and k not in ("findings", "timestamp")}
+        self.envelope = _dumps({"doc": rest, "cset": self.cset, "fset": self.fset,
+                                "findings": "findings" in doc})
+        self.env = scan_id_of_bytes(self.envelope)
+        self.stamp = pieces["timestamp"].decode("utf-8") if "timestamp" in pieces else None
+
+
+def split(result: ScanResult) -> Split:
+    """The scan's parts; a scan holding text no database stores the same (a lone
+    surrogate: not UTF-8) is an ``InputError`` (see ``check_text`` for NUL)."""
+    from ..errors import InputError
+
+    try:
+        return Split(result.to_document())
+    except UnicodeEncodeError as exc:
+        raise InputError(f"scan of {result.target.reference[:200]!r}: holds text that is "
+                         f"not UTF-8 (position {exc.start} of a string): the inventory "
+                         "does not store it") from None
+
+
+def join(envelope: bytes, component_body: bytes, finding_body: bytes,
+         stamp: str | None) -> bytes:
+    """The canonical scan JSON again from its parts (its sha256 is the scan id)."""
+    env = json.loads(envelope)
+    doc = dict(env["doc"])
+    if stamp is not None:
+        doc["timestamp"] = json.loads(stamp)
+    doc.update(json.loads(component_body))
+    if env.get("findings"):
+        doc["findings"] = json.loads(finding_body)
+    return _dumps(doc)
+
+
+def set_id_of_probes(rows: list[dict[str, Any]]) -> str:
+    """The probe set's id: prefixed, so that no probes (``[]``) is not the id of no
+    findings (``[]``, the finding body's hash)."""
+    return scan_id_of_bytes(b"probes\n" + _dumps([{k: v for k, v in r.items()
+                                                   if k != "set_id"} for r in rows]))
+
+
+def month_of(ts: str) -> int:
+    """``2026-01-31T...Z`` -> 202601 (the partition of a scan)."""
+    return int(ts[0:4]) * 100 + int(ts[5:7])
+
+
 def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
-         ingested_at: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Rows for every table, keyed by table name."""
+         ingested_at: str | None = None, parts: Split | None = None,
+         component_rows: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Rows for every table, keyed by table name: the scan row (``scans``, referencing
+    its sets by id) and the rows of each set (``components``... keyed by ``set_id``;
+    ``component_rows=False``: not those of the component set, stored already)."""
+    parts = parts or split(result)
     t = result.target
     kind = scan_kind(result)
     if advisory_db is None:
         adb = getattr(result, "advisory_db", None)  # what the scan matched against
         if isinstance(adb, dict) and adb.get("source"):
             advisory_db = f"{adb['source']}@{adb.get('built') or '?'}"[:255]
+    ts = utc_iso(result.timestamp)
+    cset, fset = parts.cset, parts.fset
     scan_row = {
         "id": sid,
+        "month": month_of(ts),
         "kind": kind,
         "subject": subject_of(result)[:512],
         "reference": t.reference,
@@ -104,13 +223,19 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         "hostname": t.name if kind == "host" else None,
         "platform": t.platform,
         "labels": dict(sorted(t.labels.items())),
-        "ts": utc_iso(result.timestamp),
+        "ts": ts,
         "ingested_at": ingested_at or now_iso(),
         "tool_name": result.tool.name,
         "tool_version": result.tool.version,
         "advisory_db": advisory_db,
         "components": len(result.components),
         "stack_text": result.stack_text() or None,
+        "cset": cset,
+        "fset": fset,
+        "ifset": None,
+        "pset": "",
+        "env": parts.env,
+        "stamp": parts.stamp,
     }
     comp_rows: list[dict[str, Any]] = []
     prod_rows: list[dict[str, Any]] = []
@@ -120,14 +245,17 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         (c.properties.get("kernel-module") or c.name).replace("-", "_"): c.version
         for c in result.components if c.type == ComponentType.DEVICE_DRIVER
     }
-    for i, c in enumerate(result.components):
+    # the user-space driver (libcuda, the amdgpu stack) where a device names no kernel
+    # module with a version: the host's page shows it, so the overview's driver panel must
+    userland = _userland_driver(result)
+    for i, c in enumerate(result.components if component_rows else ()):
         # the rows keep the property view of the product (stack, product, ...) as SBOMs do
         p = {**c.properties, **product_properties(c)}
         methods = sorted({e.method for e in c.evidence})
         paths = [e.path for e in c.evidence if e.path]
         targets = "; ".join(f"{k}={p[k]}" for k in GPU_TARGET_KEYS if p.get(k))
         comp_rows.append({
-            "scan_id": sid,
+            "set_id": cset,
             "idx": i,
             "ref": c.bom_ref or None,
             "name": c.name[:512],
@@ -150,12 +278,21 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
             for pr in c.products
         ]
         for n, (stack, product, version) in enumerate(dict.fromkeys(idents)):
-            prod_rows.append({"scan_id": sid, "comp_idx": i, "n": n, "stack": stack,
+            prod_rows.append({"set_id": cset, "comp_idx": i, "n": n, "stack": stack,
                               "product": product, "version": version})
         if c.type == ComponentType.DEVICE:
             kdrv = p.get("driver")
+            dver = modules.get((kdrv or "").replace("-", "_"))
+            if dver is None:
+                # the vendor's kernel module, else its user-space driver (libcuda)
+                vendor = str(p.get("vendor") or "").lower()
+                vendor = {"amd": "amdgpu"}.get(vendor, vendor)
+                if kdrv is None and modules.get(vendor):
+                    kdrv, dver = vendor, modules[vendor]
+                elif vendor in userland:
+                    kdrv, dver = kdrv or userland[vendor][0], userland[vendor][1]
             dev_rows.append({
-                "scan_id": sid,
+                "set_id": cset,
                 "idx": len(dev_rows),
                 "ref": c.bom_ref or None,
                 "model": c.name,
@@ -164,13 +301,12 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
                 "compute_capability": p.get("cuda:compute-capability") or p.get("amd:gfx-target")
                 or p.get("hip:arch") or p.get("intel:architecture"),
                 "kernel_driver": kdrv,
-                "driver_version": modules.get((kdrv or "").replace("-", "_")),
+                "driver_version": dver,
                 "uuid": p.get("nvidia:uuid") or p.get("uuid"),
                 "properties": dict(p),
             })
     pci_by_ref = {d["ref"]: d["pci_address"] for d in dev_rows if d["ref"]}
     probe_rows = [{
-        "scan_id": sid,
         "idx": i,
         "backend": pr.backend,
         "device_id": pr.device_id,
@@ -180,11 +316,22 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         "outcome": pr.outcome,
         "reason": pr.reason,
         "error_name": pr.error_name,
-        "max_abs_error": pr.max_abs_error,
-        "seconds": pr.seconds,
     } for i, pr in enumerate(result.probes)]
+    pset = set_id_of_probes(probe_rows)
+    for r in probe_rows:
+        r["set_id"] = pset
+    scan_row["pset"] = pset
+    out = {"scans": [scan_row], "components": comp_rows, "products": prod_rows,
+           "devices": dev_rows, "probes": probe_rows,
+           "envelopes": [{"id": parts.env, "data": compress(parts.envelope)}]}
+    out.update(finding_set_rows(result.findings, fset))
+    return out
+
+
+def finding_set_rows(found: list[Any], fset: str) -> dict[str, list[dict[str, Any]]]:
+    """The rows of a finding set: findings, counts per severity, affected advisories."""
     finding_rows = [{
-        "scan_id": sid,
+        "set_id": fset,
         "idx": i,
         "rule_id": f.id[:128],
         "kind": f.kind,
@@ -195,17 +342,16 @@ def rows(result: ScanResult, sid: str, *, advisory_db: str | None = None,
         "component_ref": f.components[0] if f.components else None,
         "installed_version": f.advisory.installed_version if f.advisory else None,
         "fixed_version": f.advisory.fixed_version if f.advisory else None,
-    } for i, f in enumerate(result.findings)]
-    # per-scan counts read by the overview and /metrics (a scan never changes: stored once)
+    } for i, f in enumerate(found)]
+    # per-set counts read by the overview and /metrics (a set never changes: stored once)
     severities: dict[str, int] = {}
-    for fd in result.findings:
+    for fd in found:
         severities[fd.severity] = severities.get(fd.severity, 0) + 1
-    count_rows = [{"scan_id": sid, "severity": k, "n": n} for k, n in
+    count_rows = [{"set_id": fset, "severity": k, "n": n} for k, n in
                   sorted(severities.items(), key=lambda kv: str(kv[0]))]
-    affected_rows = [{"scan_id": sid, "advisory": a} for a in sorted(
-        {fd.advisory.advisory for fd in result.findings
+    affected_rows = [{"set_id": fset, "advisory": a} for a in sorted(
+        {fd.advisory.advisory for fd in found
          if fd.advisory and fd.advisory.status == "affected"
          and fd.advisory.advisory is not None})]
-    return {"scans": [scan_row], "components": comp_rows, "products": prod_rows,
-            "devices": dev_rows, "probes": probe_rows, "findings": finding_rows,
-            "finding_counts": count_rows, "affected_advisories": affected_rows}
+    return {"findings": finding_rows, "finding_counts": count_rows,
+            "affected_advisories": affected_rows}

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,23 +90,53 @@ def read_input(path: str) -> ScanResult:
 
 
 def ingest(db: str | None, files: Sequence[str], labels: Sequence[str] | None
-           ) -> list[str]:
-    """Store every file (all read and checked first); a line per file: stored or not."""
+           ) -> Iterator[str]:
+    """Store every file in turn, each read, checked and stored before the next is read
+    (one scan in memory at a time); a line per file, as it is stored. A file that cannot be
+    read or is not a scan stops there (``InputError``, exit 3): the files before it stay
+    stored, as their lines say."""
     from .normalize import scan_kind, subject_of
     from .store import Store
 
     if list(files).count("-") > 1:
         raise UsageError("stdin (-) can be read once")
     extra = parse_labels(labels, need_value=True)
-    results = [(f, read_input(f)) for f in files]
-    lines = []
     with Store(db) as store:
-        for f, result in results:
+        for f in files:
+            result = read_input(f)
             sid, created = store.ingest(result, labels=extra)
             state = "stored" if created else "already stored"
-            lines.append(f"{'stdin' if f == '-' else f}: {state} {sid[:12]} "
-                         f"({scan_kind(result)} {subject_of(result)})")
-    return lines
+            yield (f"{'stdin' if f == '-' else f}: {state} {sid[:12]} "
+                   f"({scan_kind(result)} {subject_of(result)})")
+
+
+def rematch(db: str | None, *, all_scans: bool = False) -> str:
+    """Findings of the stored scans recomputed against the current advisory database."""
+    from ..advisories.db import load_active
+    from .store import Store
+
+    adb = load_active()
+    with Store(db) as store:
+        r = store.rematch(adb, all_scans=all_scans)
+    return (f"rematched {r.sets} distinct scan content(s) against {r.advisory_db}: "
+            f"{r.scans} scan(s) have new findings")
+
+
+def prune(db: str | None, *, keep_days: int | None = None, keep_last: int | None = None
+          ) -> str:
+    """Retention: remove old scans (the latest of each host and image stays)."""
+    from .. import settings
+    from .store import Store
+
+    if keep_days is None and keep_last is None:
+        days, last = settings.raw("inventory_keep_days"), settings.raw("inventory_keep_last")
+        keep_days = int(days) if days.strip() else None
+        keep_last = int(last) if last.strip() else None
+    with Store(db) as store:
+        r = store.prune(keep_days=keep_days, keep_last=keep_last)
+    parts = f", {len(r.partitions)} monthly partition(s) dropped" if r.partitions else ""
+    return (f"pruned {r.scans} scan(s){parts}; {r.sets} unreferenced set(s) and "
+            f"{r.blobs} blob(s) removed")
 
 
 def _short_ids(dicts: list[dict[str, Any]], short: bool) -> list[dict[str, Any]]:
@@ -219,18 +249,21 @@ def compat(db: str | None, *, image: str | None = None, host: str | None = None,
             if on_node and img.target.labels.get("gpusbom.node") != subject_of(h):
                 continue
             for v in check_against_host(img, h):
-                if failing and v.verdict != "will-fail":
+                if failing and v.verdict in ("runs", "runs-with-jit"):
                     continue
-                why = next((r for r in v.reasons if "fail" in r.lower()),
-                           v.reasons[0] if v.reasons else "")
+                named = [lib.reason for lib in v.failing if lib.file]
+                why = named[0] if named else next(
+                    (r for r in v.reasons if "fail" in r.lower()),
+                    v.reasons[0] if v.reasons else "")
                 rows.append({"image": subject_of(img), "host": subject_of(h),
                              "gpu": v.target, "driver": v.driver, "verdict": v.verdict,
                              "reason": why if brief else "; ".join(v.reasons),
                              "evidence": v.evidence})
-    bad = {(r["image"], r["host"]) for r in rows if r["verdict"] == "will-fail"}
+    bad = {(r["image"], r["host"]) for r in rows if r["verdict"] not in ("runs", "runs-with-jit")}
     cols = (*COMPAT_COLUMNS, "evidence") if evidence else COMPAT_COLUMNS
     return Report(Rows(rows, cols), f"{len(images)} image(s) x {len(hosts)} host(s): "
-                  f"{len(bad)} pair(s) predicted to fail", found=bool(bad))
+                  f"{len(bad)} pair(s) not green (will-fail, not-applicable or unchecked)",
+                  found=bool(bad))
 
 
 def export(db: str | None, scan: str) -> str:

@@ -8,14 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from sqlalchemy import select
+from ..extras import require
 
-from ..model import Component, ComponentType, Evidence, Product
-from .schema import components, latest, products, scans
-from .types import ScanInfo
+require("inventory")  # one line naming the pip install, not an ImportError of SQLAlchemy
 
-__all__ = ["catalog_components", "components_of", "like", "scan_filter", "scan_info",
-           "scan_infos"]
+from sqlalchemy import select  # noqa: E402 - after the extra's check
+
+from ..model import Component, ComponentType, Evidence, Product  # noqa: E402
+from .schema import components, content_sets, latest, products, scans  # noqa: E402
+from .types import ScanInfo  # noqa: E402
+
+__all__ = ["catalog_components", "components_of", "info_columns", "like", "scan_filter",
+           "scan_info", "scan_infos", "source"]
 
 
 def like(pattern: str) -> str:
@@ -33,20 +37,23 @@ def like(pattern: str) -> str:
     return "".join(out)
 
 
-def scan_filter(stmt: Any, *, kind: str | None, host: str | None,
-                image: str | None, all_scans: bool) -> Any:
-    """``stmt`` narrowed to the latest scans (unless ``all_scans``), a kind, host or image
-    glob."""
-    if not all_scans:
-        stmt = stmt.where(scans.c.id.in_(select(latest.c.scan_id)))
+def source(all_scans: bool) -> Any:
+    """The table a question reads: ``latest`` (one row per host and image, never history)
+    unless ``all_scans``."""
+    return scans if all_scans else latest
+
+
+def scan_filter(stmt: Any, src: Any, *, kind: str | None, host: str | None,
+                image: str | None) -> Any:
+    """``stmt`` narrowed to a kind, host or image glob (on ``src``: scans or latest)."""
     if kind:
-        stmt = stmt.where(scans.c.kind == kind)
+        stmt = stmt.where(src.c.kind == kind)
     if host:
-        stmt = stmt.where(scans.c.kind == "host",
-                          scans.c.subject.like(like(host), escape="\\"))
+        stmt = stmt.where(src.c.kind == "host",
+                          src.c.subject.like(like(host), escape="\\"))
     if image:
-        stmt = stmt.where(scans.c.kind != "host",
-                          scans.c.subject.like(like(image), escape="\\"))
+        stmt = stmt.where(src.c.kind != "host",
+                          src.c.subject.like(like(image), escape="\\"))
     return stmt
 
 
@@ -60,11 +67,12 @@ def scan_info(r: Any) -> ScanInfo:
     )
 
 
-def catalog_components(conn: Any, rows: set[str], *, kind: str | None,
-                       all_scans: bool) -> set[tuple[str, int]]:
-    """(scan id, idx) of the components a catalog row names by package: the catalog's
-    names are patterns, so the distinct (ecosystem, name) pairs stored are matched here
-    and the matching ones selected by value."""
+def catalog_components(conn: Any, rows: set[str], src: Any, *, kind: str | None
+                       ) -> set[tuple[str, str, int]]:
+    """(scan id, set id, idx) of the components a catalog row names by package: the
+    catalog's names are patterns, so the distinct (ecosystem, name) pairs stored (in the
+    component sets: as many as distinct contents, not scans) are matched here and the
+    matching ones selected by value."""
     from sqlalchemy import tuple_
 
     from .. import catalog
@@ -73,64 +81,74 @@ def catalog_components(conn: Any, rows: set[str], *, kind: str | None,
     ecos = sorted({e for p in prods for e in p.names})
     if not ecos:
         return set()
-    stmt = select(components.c.ecosystem, components.c.name).select_from(
-        components.join(scans, scans.c.id == components.c.scan_id)).where(
+    stmt = select(components.c.ecosystem, components.c.name).where(
         components.c.ecosystem.in_(ecos)).distinct()
-    stmt = scan_filter(stmt, kind=kind, host=None, image=None, all_scans=all_scans)
     pairs = sorted((e, n) for e, n in conn.execute(stmt)
                    if any(p.matches(e, n) for p in prods))
-    out: set[tuple[str, int]] = set()
+    out: set[tuple[str, str, int]] = set()
     for i in range(0, len(pairs), 200):
-        stmt = select(components.c.scan_id, components.c.idx).select_from(
-            components.join(scans, scans.c.id == components.c.scan_id)).where(
+        stmt = select(src.c.id, components.c.set_id, components.c.idx).select_from(
+            components.join(src, src.c.cset == components.c.set_id)).where(
             tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]))
-        stmt = scan_filter(stmt, kind=kind, host=None, image=None,
-                                 all_scans=all_scans)
-        out.update((a, b) for a, b in conn.execute(stmt))
+        stmt = scan_filter(stmt, src, kind=kind, host=None, image=None)
+        out.update((a, b, c) for a, b, c in conn.execute(stmt))
     return out
 
 
-def scan_infos(conn: Any, ids: Iterable[str]) -> Iterator[ScanInfo]:
-    """The ``ScanInfo`` of each scan id."""
+def scan_infos(conn: Any, ids: Iterable[str], src: Any = None) -> Iterator[ScanInfo]:
+    """The ``ScanInfo`` of each scan id (read from ``src``: scans, or latest)."""
+    src = scans if src is None else src
     ids = sorted(ids)
     for i in range(0, len(ids), 500):
-        for r in conn.execute(select(scans).where(scans.c.id.in_(ids[i:i + 500]))):
+        for r in conn.execute(select(*info_columns(src)).where(
+                src.c.id.in_(ids[i:i + 500]))):
             yield scan_info(r)
 
 
-def components_of(conn: Any, keys: set[tuple[str, int]]) -> dict[str, list[Component]]:
+def info_columns(src: Any) -> list[Any]:
+    """The columns ``scan_info`` reads; a history row's stack summary is its component
+    set's (``latest`` keeps a copy)."""
+    cols = [src.c[n] for n in ("id", "kind", "subject", "reference", "ts", "ingested_at",
+                               "digest", "hostname", "labels", "tool_version", "advisory_db",
+                               "components", "cset", "fset", "month")]
+    if "stack_text" in src.c:
+        return [*cols, src.c.stack_text]
+    return [*cols, select(content_sets.c.stack_text).where(content_sets.c.id == src.c.cset)
+            .scalar_subquery().label("stack_text")]
+
+
+def components_of(conn: Any, keys: dict[str, set[int]]) -> dict[str, list[Component]]:
     """Components rebuilt from their rows (what the matcher reads: identity, version,
-    properties, products, evidence methods)."""
-    by_scan: dict[str, set[int]] = {}
-    for sid, idx in keys:
-        by_scan.setdefault(sid, set()).add(idx)
+    properties, products, evidence methods), by component set id: ``keys`` maps each set
+    to the positions wanted."""
+    by_set = keys
     out: dict[str, list[Component]] = {}
-    sids = sorted(by_scan)
+    sids = sorted(by_set)
     for i in range(0, len(sids), 200):
         chunk = sids[i:i + 200]
         prods: dict[tuple[str, int], list[Product]] = {}
         # only the wanted positions (a superset across the chunk, filtered below):
         # a host scan holds hundreds of components, an advisory touches a few
-        idxs = sorted({i for sid in chunk for i in by_scan[sid]})
-        for r in conn.execute(select(products).where(products.c.scan_id.in_(chunk),
+        idxs = sorted({i for sid in chunk for i in by_set[sid]})
+        for r in conn.execute(select(products).where(products.c.set_id.in_(chunk),
                                                      products.c.comp_idx.in_(idxs))
-                              .order_by(products.c.scan_id, products.c.comp_idx,
+                              .order_by(products.c.set_id, products.c.comp_idx,
                                         products.c.n)):
-            if r.comp_idx in by_scan[r.scan_id]:
-                prods.setdefault((r.scan_id, r.comp_idx), []).append(
+            if r.comp_idx in by_set[r.set_id]:
+                prods.setdefault((r.set_id, r.comp_idx), []).append(
                     Product(stack=r.stack, name=r.product, version=r.version))
-        for r in conn.execute(select(components).where(components.c.scan_id.in_(chunk),
+        for r in conn.execute(select(components).where(components.c.set_id.in_(chunk),
                                                        components.c.idx.in_(idxs))
-                              .order_by(components.c.scan_id, components.c.idx)):
-            if r.idx not in by_scan[r.scan_id]:
+                              .order_by(components.c.set_id, components.c.idx)):
+            if r.idx not in by_set[r.set_id]:
                 continue
             methods = [m for m in (r.evidence_methods or "").split(",") if m]
-            out.setdefault(r.scan_id, []).append(Component(
+            out.setdefault(r.set_id, []).append(Component(
                 name=r.name, version=r.version, type=ComponentType(r.type), purl=r.purl,
                 ecosystem=r.ecosystem, properties=dict(r.properties or {}),
                 evidence=[Evidence(collector="inventory", method=m, path=r.location)
                           for m in methods],
-                bom_ref=r.ref or f"inventory:{r.scan_id[:12]}:{r.idx}",
-                products=prods.get((r.scan_id, r.idx), []),
+                bom_ref=r.ref or f"inventory:{r.set_id[:12]}:{r.idx}",
+                products=prods.get((r.set_id, r.idx), []),
             ))
     return out

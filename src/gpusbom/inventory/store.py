@@ -15,43 +15,38 @@ import fnmatch
 import json
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, UsageError
-from ..model import Component, ComponentType, ScanResult
-from . import normalize
+from ..model import ComponentType, ScanResult
+from . import normalize, writer
 from .database import InventoryError, describe_error, open_engine
 from .ranges import QueryRange
 from .rows import (
-    catalog_components,
-    components_of,
+    info_columns,
     like,
     scan_filter,
     scan_info,
-    scan_infos,
+    source,
 )
 from .schema import (
-    affected_advisories,
+    changes,
     components,
+    content_sets,
     devices,
     finding_counts,
-    findings,
     latest,
-    probes,
     products,
-    scan_documents,
     scans,
 )
 from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
 
-__all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
+if TYPE_CHECKING:
+    from .retention import PruneReport, RematchReport
 
-_INSERT_ORDER = ("scans", "scan_documents", "components", "products", "devices", "probes",
-                 "findings", "finding_counts", "affected_advisories")
-_TABLES = {"scans": scans, "scan_documents": scan_documents, "components": components,
-           "products": products, "devices": devices, "probes": probes, "findings": findings,
-           "finding_counts": finding_counts, "affected_advisories": affected_advisories}
+__all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
 
 
 def _labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
@@ -63,21 +58,18 @@ def _labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
     return True
 
 
-def _match_key(c: Component) -> tuple[Any, ...]:
-    """Everything of a component the advisory matcher reads: all but its bom-ref."""
-    return (c.name, c.version, c.type.value, c.purl, c.ecosystem,
-            json.dumps(c.properties, sort_keys=True, default=str),
-            tuple((e.method, e.path) for e in c.evidence),
-            tuple((p.stack, p.name, p.version) for p in c.products))
-
-
 class Store:
     """An inventory database. ``url``: ``sqlite:///PATH``, a path, ``postgresql://...``,
     or None for the default SQLite file in the user data dir."""
 
-    def __init__(self, url: str | None = None) -> None:
-        self.engine, self.url = open_engine(url)
+    def __init__(self, url: str | None = None, *, blobs: str | None = None) -> None:
+        from .blobs import open_blobs
+
+        self.engine, self.url, self.blobs = open_engine(
+            url, lambda u, engine: open_blobs(blobs, u, engine))
         self.dialect = self.engine.dialect.name
+        self._partitions: set[int] = set()
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()  # decoded set bodies
 
     # ------------------------------------------------------------------ plumbing
 
@@ -86,6 +78,7 @@ class Store:
         return str(self.url.render_as_string(hide_password=True))
 
     def close(self) -> None:
+        self.blobs.close()
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -97,8 +90,34 @@ class Store:
     def _read(self) -> Any:
         return self.engine.connect()
 
+    def _write(self) -> Any:
+        return self.engine.connect().execution_options(gpusbom_write=True)
+
     def _wrap(self, exc: BaseException) -> InventoryError:
         return describe_error(exc, self.url)
+
+    def change_count(self) -> int:
+        """The change counter: bumped by every ingest, prune, rematch and triage write
+        (one row: the dashboard's cache key, read per request)."""
+        from sqlalchemy import select
+
+        with self._read() as conn:
+            got = conn.execute(select(changes.c.value).where(changes.c.name == "changes")
+                               ).scalar()
+        return int(got or 0)
+
+    def _ensure_partition(self, month: int) -> None:
+        from sqlalchemy import func, select
+
+        if self.dialect != "postgresql" or month in self._partitions:
+            return
+        with self._read() as conn:  # the common case: there (one catalog look-up)
+            there = conn.execute(select(func.to_regclass(writer.partition_name(month)).isnot(None))
+                                 ).scalar()
+        if not there:
+            with self._write() as conn, conn.begin():
+                writer.ensure_partition(conn, month)
+        self._partitions.add(month)
 
     # ------------------------------------------------------------------ ingest
 
@@ -106,42 +125,53 @@ class Store:
                advisory_db: str | None = None) -> tuple[str, bool]:
         """Store ``result`` in one transaction; returns (scan id, created). The same scan
         (same canonical JSON, after ``labels`` are merged into the target's labels) is
-        stored once, also when several writers ingest it at the same time."""
-        from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+        stored once, also when several writers ingest it at the same time. Its component
+        and finding bodies go to the blob store first (content-addressed: a body already
+        there is not written again), then the scan row and the sets not stored yet."""
+        from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
         if labels:
             result = ScanResult.from_dict(result.to_dict())
             result.target.labels = {**result.target.labels, **labels}
-        data = normalize.canonical_json(result)
-        sid = normalize.scan_id_of_bytes(data)
+        parts = normalize.split(result)
+        normalize.check_text(parts.data, result.target.reference)
+        sid = normalize.scan_id_of_bytes(parts.data)
+        month = normalize.month_of(normalize.utc_iso(result.timestamp))
         try:
-            if self._exists(sid):
+            exists, have = self._look_up(sid, month, (parts.cset, parts.fset))
+            if exists:
+                # stored already: its bodies are put back if the blob store lost them
+                self.blobs.put(parts.cset, parts.component_body)
+                self.blobs.put(parts.fset, parts.finding_body)
                 return sid, False
+            # bodies first, the new ones (a set stored has its body written before it)
+            if parts.cset not in have:
+                self.blobs.put(parts.cset, parts.component_body)
+            if parts.fset not in have:
+                self.blobs.put(parts.fset, parts.finding_body)
+            self._ensure_partition(month)
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
-        rows = normalize.rows(result, sid, advisory_db=advisory_db)
-        rows["scan_documents"] = [{"scan_id": sid, "encoding": "json+zlib",
-                                   "data": normalize.compress(data)}]
+        skipped = have
+        # an unchanged host: its component set is stored, its rows are not built again
+        rows = normalize.rows(result, sid, advisory_db=advisory_db, parts=parts,
+                              component_rows=parts.cset not in have)
+        if parts.cset in have:
+            rows["components"] = None  # type: ignore[assignment]  # not built: stored
         attempts = 8
         for attempt in range(attempts):
             try:
-                with self.engine.connect().execution_options(gpusbom_write=True) as conn, \
-                        conn.begin():
-                    if self._exists(sid, conn):
-                        return sid, False
-                    for name in _INSERT_ORDER:
-                        if rows[name]:
-                            conn.execute(_TABLES[name].insert(), rows[name])
-                    self._advance_latest(conn, rows["scans"][0])
-                return sid, True
-            except IntegrityError as exc:
-                # a concurrent writer stored the same scan first: that is success
-                if self._exists(sid):
-                    return sid, False
-                raise InventoryError(
-                    f"inventory database {self.display_url}: cannot store scan of "
-                    f"{result.target.reference}: {describe_error(exc, self.url).args[0]}"
-                ) from None
+                with self._write() as conn, conn.begin():
+                    created = writer.add_scan(conn, self.dialect, rows, skipped)
+                return sid, created
+            except writer.RowsNotBuilt:
+                # a set went (prune) between the look-up and the write: its body and rows
+                # are written after all
+                self.blobs.put(parts.cset, parts.component_body)
+                self.blobs.put(parts.fset, parts.finding_body)
+                rows = normalize.rows(result, sid, advisory_db=advisory_db, parts=parts)
+                skipped = set()
+                continue
             except OperationalError as exc:
                 text = str(getattr(exc, "orig", exc))
                 transient = ("locked" in text or "deadlock" in text
@@ -151,76 +181,82 @@ class Store:
                     continue
                 raise self._wrap(exc) from None
             except SQLAlchemyError as exc:
-                raise self._wrap(exc) from None
+                raise InventoryError(
+                    f"inventory database {self.display_url}: cannot store scan of "
+                    f"{result.target.reference}: {describe_error(exc, self.url).args[0]}"
+                ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _exists(self, sid: str, conn: Any = None) -> bool:
+    def _look_up(self, sid: str, month: int, sets: tuple[str, ...]) -> tuple[bool, set[str]]:
+        """(the scan is stored, which of ``sets`` are stored): one connection."""
+        from sqlalchemy import select
+
+        from .schema import content_sets
+
+        with self._read() as c:
+            exists = c.execute(select(scans.c.id).where(
+                scans.c.id == sid, scans.c.month == month)).first() is not None
+            have = set() if exists else set(c.execute(select(content_sets.c.id).where(
+                content_sets.c.id.in_(sets))).scalars())
+        return exists, have
+
+    def _exists(self, sid: str, month: int | None = None) -> bool:
         from sqlalchemy import select
 
         stmt = select(scans.c.id).where(scans.c.id == sid)
-        if conn is not None:
-            return conn.execute(stmt).first() is not None
+        if month is not None:
+            stmt = stmt.where(scans.c.month == month)
         with self._read() as c:
             return c.execute(stmt).first() is not None
 
-    def _advance_latest(self, conn: Any, scan: dict[str, Any]) -> None:
-        """Make ``scan`` the latest of its subject unless a newer one (by ts, ingested_at,
-        id) is there: one upsert, atomic on both databases (PostgreSQL locks the
-        conflicting row and re-checks the condition; SQLite writers hold the write lock)."""
-        from sqlalchemy import tuple_
-        from sqlalchemy.dialects import postgresql, sqlite
-
-        insert: Any = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        row = {"kind": scan["kind"], "subject": scan["subject"], "scan_id": scan["id"],
-               "ts": scan["ts"], "ingested_at": scan["ingested_at"]}
-        stmt = insert(latest).values(**row)
-        new = stmt.excluded
-        conn.execute(stmt.on_conflict_do_update(
-            index_elements=[latest.c.kind, latest.c.subject],
-            set_={"scan_id": new.scan_id, "ts": new.ts, "ingested_at": new.ingested_at},
-            where=tuple_(latest.c.ts, latest.c.ingested_at, latest.c.scan_id)
-            < tuple_(new.ts, new.ingested_at, new.scan_id)))
-
     def rebuild_latest(self) -> None:
-        """Recompute the latest scan of every subject from ``scans`` (for bulk loads that
-        write rows without ``ingest``, such as the benchmarks)."""
+        """Recompute ``latest`` (the newest scan of every subject, with its count of
+        scans) from ``scans``: for bulk loads that write rows without ``ingest`` (the
+        benchmarks) and after ``prune``."""
+        with self._write() as conn, conn.begin():
+            self._rebuild_latest(conn)
+            writer.bump(conn, self.dialect)
+
+    def _rebuild_latest(self, conn: Any) -> None:
         from sqlalchemy import func, insert, select
 
         rn = func.row_number().over(
             partition_by=(scans.c.kind, scans.c.subject),
             order_by=(scans.c.ts.desc(), scans.c.ingested_at.desc(), scans.c.id.desc()),
         ).label("rn")
-        ranked = select(scans.c.kind, scans.c.subject, scans.c.id, scans.c.ts,
-                        scans.c.ingested_at, rn).subquery("ranked")
-        with self.engine.connect().execution_options(gpusbom_write=True) as conn, \
-                conn.begin():
-            conn.execute(latest.delete())
-            conn.execute(insert(latest).from_select(
-                ["kind", "subject", "scan_id", "ts", "ingested_at"],
-                select(ranked.c.kind, ranked.c.subject, ranked.c.id, ranked.c.ts,
-                       ranked.c.ingested_at).where(ranked.c.rn == 1)))
+        n = func.count().over(partition_by=(scans.c.kind, scans.c.subject)).label("n")
+        cols = [c.name for c in scans.columns]
+        ranked = select(*scans.columns, rn, n).subquery("ranked")
+        stack = select(content_sets.c.stack_text).where(
+            content_sets.c.id == ranked.c.cset).scalar_subquery()
+        conn.execute(latest.delete())
+        conn.execute(insert(latest).from_select(
+            [*cols, "n_scans", "stack_text"], select(*[ranked.c[c] for c in cols],
+                                                     ranked.c.n, stack)
+            .where(ranked.c.rn == 1)))
 
     # ------------------------------------------------------------------ scans
 
     def latest_scan_ids(self) -> Any:
-        """A subquery of the ids of the latest scan of every (kind, subject): the
-        ``latest`` table ingest keeps (newest by ts, then ingested_at, then id)."""
+        """A subquery of the ids of the latest scan of every (kind, subject)."""
         from sqlalchemy import select
 
-        return select(latest.c.scan_id)
+        return select(latest.c.id)
 
     def scans(self, *, kind: str | None = None, subject: str | None = None,
               all_scans: bool = True, labels: dict[str, str | None] | None = None
               ) -> list[ScanInfo]:
-        """Scans, oldest first (``all_scans=False``: the latest of each subject)."""
+        """Scans, oldest first (``all_scans=False``: the latest of each subject, read from
+        ``latest`` alone)."""
         from sqlalchemy import select
         from sqlalchemy.exc import SQLAlchemyError
 
-        stmt = scan_filter(select(scans), kind=kind, host=None, image=None,
-                                 all_scans=all_scans)
+        src = source(all_scans)
+        stmt = scan_filter(select(*info_columns(src)), src, kind=kind, host=None,
+                           image=None)
         if subject is not None:
-            stmt = stmt.where(scans.c.subject == subject)
-        stmt = stmt.order_by(scans.c.ts, scans.c.ingested_at, scans.c.id)
+            stmt = stmt.where(src.c.subject == subject)
+        stmt = stmt.order_by(src.c.ts, src.c.ingested_at, src.c.id)
         try:
             with self._read() as conn:
                 out = [scan_info(r) for r in conn.execute(stmt)]
@@ -237,7 +273,12 @@ class Store:
         ref = ref.strip().lower()
         if len(ref) < 6:
             raise UsageError(f"scan id {ref!r}: give at least 6 characters")
-        stmt = select(scans).where(scans.c.id.like(like(ref) + "%", escape="\\")).limit(2)
+        if any(c not in "0123456789abcdef" for c in ref):
+            raise InputError(f"inventory: no scan {ref!r}")
+        # a range the primary key's index answers (LIKE 'x%' needs the C collation)
+        stmt = select(*info_columns(scans)).where(
+            scans.c.id >= ref, scans.c.id <= ref + "g",
+            scans.c.id.like(like(ref) + "%", escape="\\")).limit(2)
         with self._read() as conn:
             found = [scan_info(r) for r in conn.execute(stmt)]
         if not found:
@@ -246,28 +287,66 @@ class Store:
             raise UsageError(f"scan id {ref!r} is ambiguous: give more characters")
         return found[0]
 
-    def load(self, scan_ids: Sequence[str]) -> dict[str, ScanResult]:
-        """The stored scans, exactly as ingested."""
+    def _body(self, key: str) -> bytes:
+        hit = self._bodies.get(key)
+        if hit is None:
+            hit = self.blobs.get(key)
+            self._bodies[key] = hit
+            while len(self._bodies) > 64:
+                self._bodies.popitem(last=False)
+        else:
+            self._bodies.move_to_end(key)
+        return hit
+
+    def _documents(self, scan_ids: Sequence[str]) -> dict[str, bytes]:
         from sqlalchemy import select
 
-        out: dict[str, ScanResult] = {}
-        ids = list(scan_ids)
+        from .schema import envelopes
+
+        out: dict[str, bytes] = {}
+        ids = list(dict.fromkeys(scan_ids))
+        heads: dict[str, tuple[str, str | None]] = {}
+        envs: dict[str, bytes] = {}
         with self._read() as conn:
             for i in range(0, len(ids), 500):
-                stmt = select(scan_documents.c.scan_id, scan_documents.c.data).where(
-                    scan_documents.c.scan_id.in_(ids[i:i + 500]))
-                for sid, data in conn.execute(stmt):
-                    out[sid] = ScanResult.from_dict(json.loads(normalize.decompress(data)))
+                # the latest copy first: a latest-only reader never touches history
+                got = {r.id: (r.env, r.stamp) for r in conn.execute(select(
+                    latest.c.id, latest.c.env, latest.c.stamp).where(
+                    latest.c.id.in_(ids[i:i + 500])))}
+                rest = [x for x in ids[i:i + 500] if x not in got]
+                if rest:
+                    got.update({r.id: (r.env, r.stamp) for r in conn.execute(select(
+                        scans.c.id, scans.c.env, scans.c.stamp).where(scans.c.id.in_(rest)))})
+                heads.update(got)
+            keys = sorted({e for e, _ in heads.values()})
+            for i in range(0, len(keys), 500):
+                envs.update((k, normalize.decompress(bytes(v))) for k, v in conn.execute(
+                    select(envelopes.c.id, envelopes.c.data).where(
+                        envelopes.c.id.in_(keys[i:i + 500]))))
+        for sid, (env_id, stamp) in heads.items():
+            env = envs[env_id]
+            head = json.loads(env)
+            out[sid] = normalize.join(env, self._body(head["cset"]), self._body(head["fset"]),
+                                      stamp)
         return out
 
-    def document(self, scan_id: str) -> bytes:
-        """The stored scan's canonical gpusbom JSON."""
-        from sqlalchemy import select
+    def load(self, scan_ids: Sequence[str]) -> dict[str, ScanResult]:
+        """The stored scans, exactly as ingested (the findings of scan time: ``rematch``
+        changes what the queries read, not the stored body)."""
+        from sqlalchemy.exc import SQLAlchemyError
 
-        with self._read() as conn:
-            data = conn.execute(select(scan_documents.c.data).where(
-                scan_documents.c.scan_id == scan_id)).scalar_one()
-        return normalize.decompress(data)
+        try:
+            docs = self._documents(scan_ids)
+        except SQLAlchemyError as exc:
+            raise self._wrap(exc) from None
+        return {sid: ScanResult.from_dict(json.loads(d)) for sid, d in docs.items()}
+
+    def document(self, scan_id: str) -> bytes:
+        """The stored scan's canonical gpusbom JSON (the exact bytes ingested)."""
+        docs = self._documents([scan_id])
+        if scan_id not in docs:
+            raise InputError(f"inventory: no scan {scan_id!r}")
+        return docs[scan_id]
 
     def latest_scans(self, kind: str | None = None) -> list[ScanResult]:
         """The latest scan of every host and image (``kind``: host | image | sbom), rebuilt
@@ -277,41 +356,49 @@ class Store:
         return [loaded[s.id] for s in infos if s.id in loaded]
 
     def subjects(self, kind: str | None = None) -> list[SubjectInfo]:
-        """Every host / image with its latest scan, GPUs, driver and finding counts."""
-        from sqlalchemy import func, select
+        """Every host / image with its latest scan, GPUs, driver and finding counts: read
+        from ``latest`` and the sets it references (no history row)."""
+        from sqlalchemy import select
 
-        latest = self.scans(kind=kind, all_scans=False)
-        by_id = {s.id: s for s in latest}
+        latest_infos = self.scans(kind=kind, all_scans=False)
         with self._read() as conn:
-            counts = {(k, s): n for k, s, n in conn.execute(
-                select(scans.c.kind, scans.c.subject, func.count()).group_by(
-                    scans.c.kind, scans.c.subject))}
-            gpus: dict[str, list[str]] = {}
-            drivers: dict[str, set[str]] = {}
-            for r in conn.execute(select(devices).where(devices.c.scan_id.in_(
-                    self.latest_scan_ids())).order_by(devices.c.scan_id, devices.c.idx)):
-                if r.scan_id not in by_id:
-                    continue
+            refs = {r.id: r for r in conn.execute(select(
+                latest.c.id, latest.c.kind, latest.c.subject, latest.c.n_scans, latest.c.cset,
+                latest.c.fset))}
+
+            def of_sets(table: Any, col: Any) -> Any:
+                # each set the latest scans reference read once, mapped onto its scans
+                return table.c.set_id.in_(select(col).distinct())
+
+            counts = {(r.kind, r.subject): r.n_scans for r in refs.values()}
+            set_gpus: dict[str, list[str]] = {}
+            for r in conn.execute(select(devices.c.set_id, devices.c.model,
+                                         devices.c.pci_address, devices.c.compute_capability)
+                                  .where(of_sets(devices, latest.c.cset))
+                                  .order_by(devices.c.set_id, devices.c.idx)):
                 bits = ", ".join(x for x in (r.pci_address, r.compute_capability and
                                              f"cc {r.compute_capability}") if x)
-                gpus.setdefault(r.scan_id, []).append(f"{r.model} ({bits})" if bits else r.model)
-            for r in conn.execute(select(components.c.scan_id, components.c.name,
+                set_gpus.setdefault(r.set_id, []).append(f"{r.model} ({bits})" if bits
+                                                         else r.model)
+            set_drivers: dict[str, set[str]] = {}
+            for r in conn.execute(select(components.c.set_id, components.c.name,
                                          components.c.version).where(
-                    components.c.type == ComponentType.DEVICE_DRIVER.value,
-                    components.c.scan_id.in_(self.latest_scan_ids()))):
-                if r.scan_id in by_id:
-                    drivers.setdefault(r.scan_id, set()).add(f"{r.name} {r.version or '?'}")
-            sev: dict[str, dict[str, int]] = {}
-            for sid, severity, n in conn.execute(
-                    select(findings.c.scan_id, findings.c.severity, func.count()).where(
-                        findings.c.scan_id.in_(self.latest_scan_ids())).group_by(
-                        findings.c.scan_id, findings.c.severity)):
-                sev.setdefault(sid, {})[severity] = n
+                    of_sets(components, latest.c.cset),
+                    components.c.type == ComponentType.DEVICE_DRIVER.value)):
+                set_drivers.setdefault(r.set_id, set()).add(f"{r.name} {r.version or '?'}")
+            set_sev: dict[str, dict[str, int]] = {}
+            for fset, severity, n in conn.execute(
+                    select(finding_counts.c.set_id, finding_counts.c.severity,
+                           finding_counts.c.n).where(of_sets(finding_counts, latest.c.fset))):
+                set_sev.setdefault(fset, {})[severity] = n
+        gpus = {sid: set_gpus.get(r.cset, []) for sid, r in refs.items()}
+        drivers = {sid: set_drivers.get(r.cset, set()) for sid, r in refs.items()}
+        sev = {sid: set_sev.get(r.fset, {}) for sid, r in refs.items()}
         return [SubjectInfo(
             kind=s.kind, subject=s.subject, scans=counts.get((s.kind, s.subject), 1), latest=s,
             gpus=tuple(gpus.get(s.id, ())), driver=", ".join(sorted(drivers.get(s.id, ())))
             or None, findings=sev.get(s.id, {}),
-        ) for s in sorted(latest, key=lambda x: (x.kind, x.subject))]
+        ) for s in sorted(latest_infos, key=lambda x: (x.kind, x.subject))]
 
     # ------------------------------------------------------------------ query
 
@@ -333,12 +420,14 @@ class Store:
         from sqlalchemy import Text, cast, select
         from sqlalchemy.exc import SQLAlchemyError
 
+        src = source(all_scans)
         # labels as text, parsed once per distinct text: thousands of rows of one fleet
         # carry a handful of label sets
-        cols = (scans.c.kind, scans.c.subject, scans.c.id.label("sid"), scans.c.ts,
-                cast(scans.c.labels, Text).label("labels"), components.c.idx, components.c.name, components.c.version,
-                components.c.type, components.c.ecosystem, components.c.purl,
-                components.c.location, components.c.product.label("cprod"))
+        cols = (src.c.kind, src.c.subject, src.c.id.label("sid"), src.c.ts,
+                cast(src.c.labels, Text).label("labels"), components.c.idx,
+                components.c.name, components.c.version, components.c.type,
+                components.c.ecosystem, components.c.purl, components.c.location,
+                components.c.product.label("cprod"))
         found: dict[tuple[str, int], tuple[Any, str | None, str | None, bool]] = {}
         try:
             with self._read() as conn:
@@ -346,31 +435,31 @@ class Store:
                     key = normalize.name_key(component)
                     by_product = select(*cols, products.c.product, products.c.version.label(
                         "pver")).select_from(products.join(components, (
-                            products.c.scan_id == components.c.scan_id)
+                            products.c.set_id == components.c.set_id)
                             & (products.c.comp_idx == components.c.idx)).join(
-                                scans, scans.c.id == products.c.scan_id)).where(
+                                src, src.c.cset == products.c.set_id)).where(
                         products.c.product == component.strip().lower())
-                    by_product = scan_filter(by_product, kind=kind, host=host,
-                                                   image=image, all_scans=all_scans)
+                    by_product = scan_filter(by_product, src, kind=kind, host=host,
+                                             image=image)
                     for r in conn.execute(by_product):
                         found.setdefault((r.sid, r.idx), (r, r.product, r.pver, True))
                     by_name = select(*cols).select_from(components.join(
-                        scans, scans.c.id == components.c.scan_id)).where(
+                        src, src.c.cset == components.c.set_id)).where(
                         components.c.name_key == key)
-                    by_name = scan_filter(by_name, kind=kind, host=host, image=image,
-                                                all_scans=all_scans)
+                    by_name = scan_filter(by_name, src, kind=kind, host=host, image=image)
                     for r in conn.execute(by_name):
                         found.setdefault((r.sid, r.idx), (r, r.cprod, r.version, False))
                 else:
                     stmt = scan_filter(select(*cols).select_from(components.join(
-                        scans, scans.c.id == components.c.scan_id)), kind=kind, host=host,
-                        image=image, all_scans=all_scans)
+                        src, src.c.cset == components.c.set_id)), src, kind=kind,
+                        host=host, image=image)
                     for r in conn.execute(stmt):
                         found[(r.sid, r.idx)] = (r, r.cprod, r.version, False)
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
         out: list[QueryRow] = []
         parsed: dict[str | None, dict[str, str]] = {}
+        contains: dict[tuple[Any, ...], bool | None] = {}
         for r, prod, matched, via_product in found.values():
             lab = parsed.get(r.labels)
             if lab is None:
@@ -378,9 +467,13 @@ class Store:
             lab = dict(lab)
             if labels and not _labels_match(lab, labels):
                 continue
-            if versions is not None and not versions.contains(matched, r.ecosystem,
-                                                              via_product):
-                continue
+            if versions is not None:
+                # a fleet holds a few versions on thousands of hosts: each compared once
+                ck = (matched, r.ecosystem, via_product)
+                if ck not in contains:
+                    contains[ck] = versions.contains(matched, r.ecosystem, via_product)
+                if not contains[ck]:
+                    continue
             out.append(QueryRow(
                 kind=r.kind, subject=r.subject, scan_id=r.sid, ts=r.ts, component=r.name,
                 version=r.version, matched_version=matched, product=prod, type=r.type,
@@ -392,108 +485,13 @@ class Store:
 
     # ------------------------------------------------------------------ affected
 
-    def affected(
-        self,
-        db: Any,
-        advisory: str | None = None,
-        *,
-        include_review: bool = False,
-        all_scans: bool = False,
-        kind: str | None = None,
-    ) -> list[AffectedRow]:
-        """Stored scans re-matched against ``db`` (an ``AdvisoryDB``: the current one,
-        not the one of scan time), nothing rescanned. ``advisory``: one advisory id or
-        CVE; else every advisory."""
-        from sqlalchemy import and_, or_, select, tuple_
-        from sqlalchemy.exc import SQLAlchemyError
+    def affected(self, db: Any, advisory: str | None = None, *, include_review: bool = False,
+                 all_scans: bool = False, kind: str | None = None) -> list[AffectedRow]:
+        """Stored scans re-matched against ``db`` (see ``matching.affected``)."""
+        from .matching import affected
 
-        from ..advisories.db import TARGETS, AdvisoryDB
-        from ..advisories.matcher import match
-
-        if advisory is not None:
-            adv = db.get(advisory)
-            if adv is None:
-                raise UsageError(f"no advisory {advisory!r} in the advisory database "
-                                 f"({db.source})")
-            db = AdvisoryDB([adv], source=db.source, built=db.built)
-        pkg_keys: set[tuple[str, str]] = set()
-        stack_keys: set[tuple[str, str]] = set()
-        stack_any: set[str] = set()
-        catalog_rows: set[str] = set()
-        for adv in db:
-            for vuln in adv.vulnerabilities:
-                for a in vuln.affected:
-                    for sel in TARGETS.get(a.target, []):
-                        if "catalog" in sel:  # any package name the catalog row lists
-                            catalog_rows.add(sel["catalog"])
-                        elif "ecosystem" in sel:
-                            pkg_keys.add((sel["ecosystem"], normalize.name_key(sel["name"])))
-                        elif "product" in sel:
-                            stack_keys.add((sel["stack"], sel["product"]))
-                        else:
-                            stack_any.add(sel["stack"])
-        if not (pkg_keys or stack_keys or stack_any or catalog_rows):
-            return []
-        wanted: set[tuple[str, int]] = set()
-        try:
-            with self._read() as conn:
-                conds = []
-                if stack_keys:
-                    conds.append(tuple_(products.c.stack, products.c.product).in_(
-                        sorted(stack_keys)))
-                if stack_any:
-                    conds.append(products.c.stack.in_(sorted(stack_any)))
-                if conds:
-                    stmt = select(products.c.scan_id, products.c.comp_idx).select_from(
-                        products.join(scans, scans.c.id == products.c.scan_id)).where(or_(*conds))
-                    stmt = scan_filter(stmt, kind=kind, host=None, image=None,
-                                             all_scans=all_scans)
-                    wanted.update((a, b) for a, b in conn.execute(stmt))
-                if pkg_keys:
-                    stmt = select(components.c.scan_id, components.c.idx).select_from(
-                        components.join(scans, scans.c.id == components.c.scan_id)).where(
-                        or_(*(and_(components.c.ecosystem == e, components.c.name_key == n)
-                              for e, n in sorted(pkg_keys))))
-                    stmt = scan_filter(stmt, kind=kind, host=None, image=None,
-                                             all_scans=all_scans)
-                    wanted.update((a, b) for a, b in conn.execute(stmt))
-                if catalog_rows:
-                    wanted.update(catalog_components(conn, catalog_rows, kind=kind,
-                                                           all_scans=all_scans))
-                comps = components_of(conn, wanted)
-                infos = {s.id: s for s in scan_infos(conn, {sid for sid, _ in wanted})}
-        except SQLAlchemyError as exc:
-            raise self._wrap(exc) from None
-        # a fleet's scans hold the same few component sets (identical nodes, one image on
-        # many hosts): scans whose wanted components are alike in everything the matcher
-        # reads are matched once, and the findings mapped onto each scan's own components
-        alike: dict[tuple[Any, ...], list[str]] = {}
-        for sid, clist in sorted(comps.items()):
-            alike.setdefault(tuple(_match_key(c) for c in clist), []).append(sid)
-        out: list[AffectedRow] = []
-        for sids in alike.values():
-            first = comps[sids[0]]
-            position = {c.bom_ref: i for i, c in enumerate(first)}
-            found = [f for f in match(first, db) if f.advisory is not None and (
-                f.advisory.status == "affected"
-                or (include_review and f.advisory.status == "review"))]
-            for sid in sids:
-                info, clist = infos[sid], comps[sid]
-                for f in found:
-                    assert f.advisory is not None  # noqa: S101 - type narrowing (filtered above)
-                    ref = f.components[0] if f.components else None
-                    c = clist[position[ref]] if ref in position else None
-                    out.append(AffectedRow(
-                        kind=info.kind, subject=info.subject, scan_id=sid, ts=info.ts,
-                        advisory=f.advisory.advisory, vulnerability=f.advisory.vulnerability,
-                        status=f.advisory.status, severity=f.severity,
-                        component=c.name if c else (ref or "?"),
-                        installed_version=f.advisory.installed_version,
-                        fixed_version=f.advisory.fixed_version, labels=info.labels,
-                    ))
-        out.sort(key=lambda a: (a.advisory, a.vulnerability, a.kind, a.subject, a.component,
-                                a.installed_version or ""))
-        return out
+        return affected(self, db, advisory, include_review=include_review,
+                        all_scans=all_scans, kind=kind)
 
     # ------------------------------------------------------------------ drift
 
@@ -501,8 +499,9 @@ class Store:
         """Every scan of a host or image (by subject, host name or reference), oldest first."""
         from sqlalchemy import or_, select
 
-        stmt = select(scans).where(or_(scans.c.subject == subject, scans.c.hostname == subject,
-                                       scans.c.reference == subject)).order_by(
+        stmt = select(*info_columns(scans)).where(or_(
+            scans.c.subject == subject, scans.c.hostname == subject,
+            scans.c.reference == subject)).order_by(
             scans.c.ts, scans.c.ingested_at, scans.c.id)
         with self._read() as conn:
             return [scan_info(r) for r in conn.execute(stmt)]
@@ -539,6 +538,27 @@ class Store:
         docs = self.load([old.id, new.id])
         return Drift(kind=new.kind, subject=new.subject, old=old, new=new,
                      changes=tuple(diff(docs[old.id], docs[new.id])))
+
+    # ------------------------------------------------------------------ rematch, prune
+
+    def rematch(self, db: Any, *, all_scans: bool = False) -> RematchReport:
+        """See ``retention.rematch``."""
+        from .retention import rematch
+
+        return rematch(self, db, all_scans=all_scans)
+
+    def prune(self, *, keep_days: int | None = None, keep_last: int | None = None,
+              now: float | None = None) -> PruneReport:
+        """See ``retention.prune``."""
+        from .retention import prune
+
+        return prune(self, keep_days=keep_days, keep_last=keep_last, now=now)
+
+    def collect_blobs(self) -> int:
+        """See ``retention.collect_blobs``."""
+        from .retention import collect_blobs
+
+        return collect_blobs(self)
 
     # ------------------------------------------------------------------ metrics
 

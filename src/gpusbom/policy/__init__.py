@@ -83,7 +83,10 @@ def evaluate(
     ``now``: for exception expiry and database age (default: the clock).
     """
     name = target or result.target.reference
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    if now is None:
+        from ..clock import now as _clock_now
+
+        now = _clock_now()
     today = today or now.date()
     ctx = RuleContext(result=result, policy=policy, strict=strict, db=db, now=now, target=name)
     decision = Decision(target=name, policy=policy.path, target_kind=result.target.kind)

@@ -397,7 +397,9 @@ def rule_advisory_db(ctx: RuleContext, s: dict[str, Any]) -> list[Violation]:
     built = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     if built.tzinfo is None:
         built = built.replace(tzinfo=_dt.timezone.utc)
-    now = ctx.now or _dt.datetime.now(_dt.timezone.utc)
+    from ..clock import now as _clock_now
+
+    now = ctx.now or _clock_now()
     age = (now - built).total_seconds() / 86400
     if age <= limit:
         return []
@@ -426,20 +428,27 @@ def rule_compatible_with(ctx: RuleContext, s: dict[str, Any]) -> list[Violation]
         raise ConfigError(f"{ctx.policy.path}:{ctx.line('compatible_with')}: rule "
                           f"'compatible_with': {exc}") from None
     allow_jit = bool(s.get("allow_jit", True))
+    allow_unchecked = bool(s.get("allow_unchecked", False))
     out: list[Violation] = []
     for v in verdicts:
-        if v.verdict == "runs":
+        if v.verdict == compat.RUNS:
             continue
         telling = [x for x in v.reasons if "satisfied" not in x and "not checked" not in x]
-        reasons = "; ".join((telling or list(v.reasons))[:3]) or v.verdict
-        jit = v.verdict == "runs-with-jit"
+        failing = [f"{lib.file} fails" for lib in v.failing if lib.file][:1]
+        reasons = "; ".join(failing + (telling or list(v.reasons))[:3]) or v.verdict
+        jit = v.verdict == compat.JIT
+        warn = (jit and allow_jit) or (v.verdict == compat.UNCHECKED and allow_unchecked)
         out.append(Violation(
             rule="compatible_with", subject=v.target,
             message=f"{v.verdict} on {v.target}: {reasons}",
             fix=("build for this architecture (add its SASS/code object) to avoid JIT"
-                 if jit else f"rebuild or pick components that support {v.target}"),
+                 if jit else "nothing in the image is for this GPU's vendor"
+                 if v.verdict == compat.NA else "the image's device code could not be judged: "
+                 "scan the image itself (not an SBOM without files)"
+                 if v.verdict == compat.UNCHECKED
+                 else f"rebuild or pick components that support {v.target}"),
             evidence=tuple(v.evidence)[:5], names=(v.target,),
-            level="warning" if jit and allow_jit else "error",
+            level="warning" if warn else "error",
             policy_line=ctx.line("compatible_with"),
         ))
     return out

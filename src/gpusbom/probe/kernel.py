@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 from array import array
 from dataclasses import dataclass, field
 from importlib import resources
+
+from .. import settings
 
 N = 100
 TILE = 16
 #: grid in work-groups per dimension
 GROUPS = (N + TILE - 1) // TILE
 KERNEL_ENTRY = "gpusbom_matmul"
-TEST_KERNELS_ENV = "GPUSBOM_PROBE_TEST_KERNELS"
+TEST_KERNELS_ENV = settings.env_name("probe_test_kernels")
 
 
 def a_value(i: int, k: int) -> int:
@@ -298,7 +299,7 @@ PRODUCT_KERNELS = KernelSet(name=f"matmul-fp32-tiled{TILE}-n{N}")
 
 def kernels() -> KernelSet:
     """The kernel set in use: the product's, unless a test named a substitute."""
-    mod_name = os.environ.get(TEST_KERNELS_ENV)
+    mod_name = (settings.raw("probe_test_kernels") or None)
     if not mod_name:
         return PRODUCT_KERNELS
     mod = importlib.import_module(mod_name)

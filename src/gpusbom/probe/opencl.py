@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any
 
+from .. import settings
 from . import kernel as K
 from .base import Backend, DeviceInfo, ProbeError, ProbeSkipped, RunOutcome, pci_bus_id, register
 
@@ -133,8 +134,8 @@ def _facts(cl: Any, platform: Any, dev: Any) -> dict[str, str]:
 
 #: set by the runner for an isolated child (the ICD loader then lists one platform and,
 #: on NVIDIA, the driver one GPU): the platform's name and the device's PCI address
-ENV_PLATFORM = "GPUSBOM_OPENCL_PLATFORM"
-ENV_PCI = "GPUSBOM_OPENCL_PCI"
+ENV_PLATFORM = settings.env_name("opencl_platform")
+ENV_PCI = settings.env_name("opencl_pci")
 
 
 class _DlInfo(ctypes.Structure):
@@ -211,7 +212,7 @@ def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
     except ValueError:
         raise ProbeError(None, "INVALID_DEVICE_ID", f"bad OpenCL device id {device_id!r}") from None
     plats = _platforms(cl)
-    want = os.environ.get(ENV_PLATFORM)
+    want = (settings.raw("opencl_platform") or None)
     if want:  # isolated: the loader lists only this platform (find it by name, not index)
         named = [i for i, p in enumerate(plats) if p.name.strip() == want]
         if named:
@@ -219,7 +220,7 @@ def _find(cl: Any, device_id: str) -> tuple[Any, Any]:
     if pi >= len(plats):
         raise ProbeError(-33, "CL_INVALID_DEVICE", f"no platform {pi}")
     devs = _devices(cl, plats[pi])
-    pci = os.environ.get(ENV_PCI)
+    pci = (settings.raw("opencl_pci") or None)
     if pci:  # isolated to one GPU: find it by PCI address
         for i, d in enumerate(devs):
             try:

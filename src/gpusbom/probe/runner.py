@@ -382,7 +382,11 @@ def run_probes(backends: Sequence[str] | None = None, *,
     """Probe every device of every backend (or of ``backends``); never raises for a device.
 
     ``python``: the interpreter for the backends that run a Python package (Triton, SYCL
-    through dpctl); by default the one that has the package (``interpreter_for``)."""
+    through dpctl); by default the one that has the package (``interpreter_for``).
+    Without the ``probe`` extra (pyopencl, numpy, vulkan): ``MissingExtraError``."""
+    from ..extras import require
+
+    require("probe")
     ids = list(dict.fromkeys(backends or ALL_BACKENDS))
     unknown = [b for b in ids if b not in BACKEND_MODULES]
     if unknown:

@@ -22,10 +22,11 @@ expansion, no external entities, no DTD fetching).
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..model import ScanResult
 from ._read import MAX_SBOM_BYTES, read_input
 
-__all__ = ["MAX_SBOM_BYTES", "load_sbom", "sniff"]
+__all__ = ["MAX_SBOM_BYTES", "load_sbom", "parse_sbom", "sniff"]
 
 
 def sniff(path: str) -> str | None:
@@ -46,3 +47,13 @@ def load_sbom(path: str, *, max_bytes: int | None = None) -> ScanResult:
 
     data = read_input(path, max_bytes=MAX_SBOM_BYTES if max_bytes is None else max_bytes)
     return parse(data, path)
+
+
+def parse_sbom(data: bytes, name: str) -> ScanResult:
+    """The SBOM in ``data`` (named ``name`` in messages: a file inside an image, say) as a
+    ``ScanResult``; the same formats and ``InputError``s as :func:`load_sbom`."""
+    from ._detect import parse
+
+    if len(data) > MAX_SBOM_BYTES:
+        raise InputError(f"{name}: larger than {MAX_SBOM_BYTES} bytes")
+    return parse(data, name)

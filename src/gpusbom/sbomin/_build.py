@@ -23,6 +23,7 @@ from ..model import (
 )
 from ..stack import summarize
 from ._classify import ECOSYSTEMS, classify
+from ._hints import ecosystem_hint
 
 #: at most this many file paths per component become evidence (an SPDX document may
 #: list thousands of files for one package)
@@ -73,7 +74,7 @@ def foreign_component(
     """A component another tool declared: ecosystem from its purl, GPU properties from the
     package name (``_classify``), one ``sbom-declared`` evidence per path it names."""
     p = purl_parts(purl)
-    ecosystem = ECOSYSTEMS.get(p.type) if p is not None else None
+    ecosystem = ECOSYSTEMS.get(p.type) if p is not None else ecosystem_hint(properties)
     props = dict(properties)
     if p is not None and ecosystem in ("deb", "rpm", "apk"):
         up = (p.qualifiers or {}).get("upstream")  # Syft: upstream=glibc or glibc@2.36-9

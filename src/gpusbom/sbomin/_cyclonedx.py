@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..devicecode import VENDOR_OF_PREFIX, DeviceCode
 from ..errors import InputError
 from ..model import Component, Evidence, EvidenceMethod, Finding, ScanResult, Unknown
 from ._build import (
@@ -32,7 +33,8 @@ _EVIDENCE_KEYS = {"collector", "evidence:method", "layer", "path", "evidence:det
                   "declared-digest"}
 #: methods whose evidence usually has no path (image config, NVML)
 _PATHLESS = ("env", "label", "device")
-_RESERVED = _EVIDENCE_KEYS | {"ecosystem", "contained-by", "purl:unparsable", "cpe:invalid"}
+_RESERVED = _EVIDENCE_KEYS | {"ecosystem", "contained-by", "purl:unparsable", "cpe:invalid",
+                              "device-code:union-of-files"}  # the writer derives it
 
 
 class _Bad(Exception):
@@ -234,13 +236,36 @@ def _component(c: dict[str, Any], where: str, sbom: str, parts: Parts) -> Compon
     )
 
 
+def _device_code(c: dict[str, Any], where: str) -> DeviceCode | None:
+    """A nested file component gpusbom wrote for one file's device code (writers/
+    _devicecode.py: ``gpusbom:device-code:kind``), back into a ``DeviceCode``; else None."""
+    props = {unprefixed(n): v for n, v in _props(c, where)}
+    kind = props.get("device-code:kind")
+    if not kind or c.get("type") != "file":
+        return None
+    sha = next((_str(h.get("content"), f"{where}.hashes") for h in _list(c.get("hashes"), where)
+                if isinstance(h, dict) and h.get("alg") == "SHA-256"), None)
+    return DeviceCode(
+        path=props.get("path") or _str(c.get("name"), where) or "", kind=kind,
+        format=props.get("device-code:format"), layer=props.get("layer"), sha256=sha,
+        collector=props.get("collector") or "gpu-binaries", detail=props.get("evidence:detail"),
+        targets={k: v for k, v in props.items() if k and k.split(":", 1)[0] in VENDOR_OF_PREFIX
+                 and ":" in k})
+
+
 def _walk(items: list[Any], where: str, sbom: str, parts: Parts, parent: str | None,
           depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise _Bad(f"{where}: components nested more than {_MAX_DEPTH} levels deep")
+    owner = parts.components[-1] if parent and parts.components else None
     for i, raw in enumerate(items):
         w = f"{where}[{i}]"
         c = _dict(raw, w)
+        code = _device_code(c, w) if owner is not None else None
+        if code is not None and owner is not None:
+            # gpusbom's nested file component: the owner's per-file device code
+            owner.device_code.append(code)
+            continue
         comp = _component(c, w, sbom, parts)
         parts.components.append(comp)
         if parent and comp.bom_ref:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..devicecode import VENDOR_OF_PREFIX, DeviceCode
 from ..errors import InputError
 from ..model import Component, ComponentType, Evidence, ScanResult
 from ._build import (
@@ -163,7 +164,17 @@ def _convert(document: Any, path: str) -> ScanResult:
             pkg_files.setdefault(str(r.related_spdx_element_id), []).append(files[r.spdx_element_id])
 
     id_to_ref: dict[str, str] = {}
+    owner_of = {str(r.related_spdx_element_id): r.spdx_element_id
+                for r in document.relationships if r.relationship_type.name == "CONTAINS"}
+    owner_of.update({r.spdx_element_id: str(r.related_spdx_element_id)
+                     for r in document.relationships
+                     if r.relationship_type.name == "CONTAINED_BY"})
+    pending_code: list[tuple[str, DeviceCode]] = []
     for pkg in document.packages:
+        code = _device_code(pkg) if pkg.spdx_id in owner_of else None
+        if code is not None:  # gpusbom's per-file device code: goes back to its owner
+            pending_code.append((owner_of[pkg.spdx_id], code))
+            continue
         if pkg.spdx_id == root_id:
             lines = _lines(pkg.comment)
             own_target = apply_target_pairs(target, lines)
@@ -188,6 +199,11 @@ def _convert(document: Any, path: str) -> ScanResult:
         id_to_ref[pkg.spdx_id] = comp.bom_ref
         parts.components.append(comp)
 
+    by_ref = {c.bom_ref: c for c in parts.components}
+    for owner_id, code in pending_code:
+        owner = by_ref.get(id_to_ref.get(owner_id, ""))
+        if owner is not None:
+            owner.device_code.append(code)
     if gpusbom_made:
         for k, v in _lines(ci.document_comment):
             if apply_document_pair(parts, k, v):
@@ -218,6 +234,25 @@ def _convert(document: Any, path: str) -> ScanResult:
     return finish(parts)
 
 
+def _device_code(pkg: Any) -> DeviceCode | None:
+    """A package of purpose FILE that gpusbom wrote for one file's device code (writers/
+    _spdx_impl.py ``_file_packages``), back into a ``DeviceCode``; else None."""
+    if getattr(pkg.primary_package_purpose, "name", "") != "FILE":
+        return None
+    props = dict(_lines(pkg.comment))
+    kind = props.get("device-code:kind")
+    if not kind:
+        return None
+    sha = next((c.value for c in pkg.checksums
+                if getattr(c.algorithm, "name", "") == "SHA256"), None)
+    return DeviceCode(
+        path=props.get("path") or pkg.file_name or pkg.name or "", kind=kind,
+        format=props.get("device-code:format"), layer=props.get("layer"), sha256=sha,
+        collector=props.get("collector") or "gpu-binaries", detail=props.get("evidence:detail"),
+        targets={k: v for k, v in props.items() if ":" in k
+                 and k.split(":", 1)[0] in VENDOR_OF_PREFIX})
+
+
 def _package(pkg: Any, sbom: str, files: list[str]) -> Component:
     purl, cpe = _refs(pkg)
     lines = _lines(pkg.comment)
@@ -245,8 +280,8 @@ def _package(pkg: Any, sbom: str, files: list[str]) -> Component:
                 purl = v
             elif k in ("invalid-cpe23Type", "invalid-cpe22Type"):
                 cpe = v
-            elif k == "advisory":
-                continue  # advisory findings are matched again
+            elif k in ("advisory", "device-code:union-of-files"):
+                continue  # findings are matched again; the writer derives the union count
             else:
                 props[k] = v
         comp = Component(

@@ -36,6 +36,8 @@ class SourceResult:
     # Set instead of ``layers`` by sources that build the view themselves (``dir:``);
     # the scanner uses it as is and does not squash.
     view: FsView | None = None
+    #: a registry image's attachments (``sources.registry.referrers.Attachments``), if read
+    attachments: Any = None
 
 
 class Source(ABC):

@@ -80,7 +80,10 @@ def storage_root(opts: dict[str, str]) -> str:
     return os.path.join(opts.get("root", "/"), "var/lib/containers/storage")
 
 
-def _read_json(path: str, label: str, cap: int = MAX_STORE_JSON) -> Any:
+def read_store_json(path: str, label: str, cap: int = MAX_STORE_JSON) -> Any:
+    """A JSON file of the store (``images.json``, ``layers.json``; ``node_images`` reads
+    ``containers.json``), opened without following a link, at most ``cap`` bytes; None
+    when it is absent."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -98,7 +101,7 @@ def list_images(root: str, label: str = "containers-storage",
                 driver: str | None = None) -> list[StoredImage]:
     out: list[StoredImage] = []
     for drv in DRIVERS if driver is None else (driver,):
-        doc = _read_json(os.path.join(root, f"{drv}-images", "images.json"), label)
+        doc = read_store_json(os.path.join(root, f"{drv}-images", "images.json"), label)
         if doc is None:
             continue
         if not isinstance(doc, list):
@@ -170,7 +173,7 @@ class ContainersStorageSource(Source):
         if sha256_digest(cdata) != config_digest:
             raise ImageFormatError(f"{label}: the stored config does not match image id {img.id}")
         config = parse_config(cdata, config_digest, f"{label}: config")
-        layers_doc = _read_json(os.path.join(root, f"{drv}-layers", "layers.json"), label)
+        layers_doc = read_store_json(os.path.join(root, f"{drv}-layers", "layers.json"), label)
         if not isinstance(layers_doc, list):
             raise ImageFormatError(f"{label}: {drv}-layers/layers.json is missing or not a list")
         by_id = {la["id"]: la for la in layers_doc if isinstance(la, dict) and "id" in la}

@@ -46,6 +46,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
+from .. import settings
 from ..errors import GpusbomError
 from ..fsview.types import LayerIndex
 from .base import ReadContext
@@ -70,7 +71,7 @@ class DirectReadError(GpusbomError):
 
 def direct_enabled() -> bool:
     """``GPUSBOM_DOCKER_DIRECT=0`` always uses the save stream."""
-    return os.environ.get("GPUSBOM_DOCKER_DIRECT", "1") != "0"
+    return bool(settings.get("docker_direct"))
 
 
 def chain_ids(diff_ids: list[str]) -> list[str]:

@@ -53,6 +53,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import settings
 from ..fsview.decompress import PARALLEL_CHUNK_KIB, parallel_chunk_kib
 
 MAIN_MIB = 280
@@ -73,11 +74,26 @@ DEFAULT_MAX_MEMORY = 1 << 30
 PARALLEL_MAX_THREADS = 8
 
 
+#: the default memory budget per usable core where that is above 1 GiB (at most 4 GiB):
+#: the tree's peak grows with the workers and inflate threads that the cores allow, and with
+#: 1 GiB a 16-core host ran the 13 GB image with four workers and two inflate threads on its
+#: largest layer (the 8-core schedule gave it six): 16 cores were no faster than 8
+DEFAULT_MIB_PER_CORE = 128
+DEFAULT_MAX_MEMORY_CAP = 4 << 30
+
+
+def default_max_memory(cpus: int | None = None) -> int:
+    """The memory budget when none is given: 1 GiB, or 128 MiB per core on more than 8
+    cores (16 cores: 2 GiB), at most 4 GiB."""
+    n = usable_cpus() if cpus is None else cpus
+    return max(DEFAULT_MAX_MEMORY, min(DEFAULT_MAX_MEMORY_CAP, n * DEFAULT_MIB_PER_CORE << 20))
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count);
     ``GPUSBOM_CPUS`` plans as if there were that many (tests of the many-core schedule on
     a small machine)."""
-    env = os.environ.get("GPUSBOM_CPUS", "")
+    env = settings.raw("cpus")
     if env.isdigit() and int(env) > 0:
         return int(env)
     if hasattr(os, "sched_getaffinity"):
@@ -134,7 +150,7 @@ def schedule_layers(
     n = len(sizes)
     known = [s or 0 for s in sizes]
     # GPUSBOM_INFLATE_THREADS caps the threads of one layer (1: never in parallel)
-    env = os.environ.get("GPUSBOM_INFLATE_THREADS", "")
+    env = settings.raw("inflate_threads")
     cap = int(env) if env.isdigit() and int(env) > 0 else cpus
     order = sorted(range(n), key=lambda i: -known[i])
     total = sum(known) or 1
@@ -153,7 +169,7 @@ def schedule_layers(
     if processes is None:
         processes = 0 if cpus < 4 or n <= 1 else min(n, max(3, cpus // 2))
     processes = min(processes, n)
-    forced = os.environ.get("GPUSBOM_RAPIDGZIP_CHUNK_KIB", "")
+    forced = settings.raw("rapidgzip_chunk_kib")
     if forced:
         return _fit(order, processes, threads, known, budget, parallel_chunk_kib())
     sched = _fit(order, processes, list(threads), known, budget, PARALLEL_CHUNK_KIB)
@@ -173,9 +189,9 @@ def _fit(
     """``processes`` workers and ``threads`` (changed in place) fitted to ``budget`` MiB:
     fewer workers down to five; then at most four inflate threads per layer (on the 16-core
     host, threads beyond four never shortened the scan: 5+5, 6+6, 8+7 and 8+8 against 4+4,
-    while a fifth worker did); workers down to four; threads down to two, one at a time from
-    the layer with the most (of two with as many, the smaller layer's first); workers down
-    to two; then no parallel inflate."""
+    while a fifth worker did); workers down to four; threads down to two, one at a time,
+    the smaller parallel layers' first and the largest layer's (the critical path) last;
+    workers down to two; then no parallel inflate."""
     n = len(threads)
     procs = processes
 
@@ -189,7 +205,11 @@ def _fit(
     while plan().memory_mib() > budget and procs > 4:
         procs -= 1
     while plan().memory_mib() > budget and any(t > 2 for t in threads):
-        big = max(range(n), key=lambda i: (threads[i], -known[i]))
+        # the largest layer is the scan's critical path: the other parallel layers give
+        # their threads up first (the smallest first), the largest last
+        largest = order[0] if order else -1
+        cands = [i for i in range(n) if threads[i] > 2 and i != largest] or [largest]
+        big = min(cands, key=lambda i: known[i])
         threads[big] -= 1
     while plan().memory_mib() > budget and procs > 2:
         procs -= 1

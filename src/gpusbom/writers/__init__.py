@@ -1,7 +1,8 @@
 """Writer registry: each module in this package registers one format (or a family).
 
 Every output of every command is a writer here. A writer has a ``subject``, the kind of
-result it writes: ``scan`` (a ScanResult: the SBOMs, table, JSON, VEX, HTML), ``gate``
+result it writes: ``scan`` (a ScanResult: the SBOMs, table, JSON, VEX, HTML), ``reconcile``
+(a ``reconcile.Reconciliation``), ``gate``
 (a ``policy.GateReport``), ``check`` (a ``compat.CheckReport``), ``rows`` (an inventory
 ``writers.base.Rows``), ``drift`` (an inventory drift), ``metrics`` (a Prometheus collector).
 The same format id (``table``, ``json``, ``sarif``...) may be registered once per subject.
@@ -23,7 +24,7 @@ from typing import TypeVar
 from .base import Rows, Writer, WriterOptions
 
 __all__ = ["Rows", "Writer", "WriterOptions", "all_writers", "asked_modules", "get_writer",
-           "has_writer", "register"]
+           "has_writer", "register", "subjects"]
 
 _REGISTRY: dict[tuple[str, str], type[Writer]] = {}
 _loaded = False
@@ -80,6 +81,12 @@ def all_writers(subject: str = "scan") -> dict[str, type[Writer]]:
     """The formats of ``subject``'s writers, sorted by format id."""
     _load()
     return dict(sorted((f, cls) for (s, f), cls in _REGISTRY.items() if s == subject))
+
+
+def subjects() -> list[str]:
+    """Every subject some writer writes, sorted."""
+    _load()
+    return sorted({s for s, _f in _REGISTRY})
 
 
 def has_writer(fmt: str, subject: str = "scan") -> bool:

@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover - older releases
     from cyclonedx.factory.license import LicenseFactory  # type: ignore[no-redef,unused-ignore]
 
 from ..errors import UsageError
+from ..identification import CONFIDENCE_SCORE
 from ..licenses import declared_expression
 from ..model import (
     Component,
@@ -62,6 +63,7 @@ from ._common import (
     unknown_text,
 )
 from ._cyclonedx_vulns import vulnerabilities
+from ._devicecode import file_pairs, nested_files, summary_pairs
 from ._jsonfast import dumps_indented
 from ._probes import component_probe_pairs, document_probe_pairs
 from .base import WriterOptions
@@ -78,6 +80,9 @@ TECHNIQUES: dict[str, tuple[AnalysisTechnique, Decimal]] = {
     "elf": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.7")),
     "elf-symbol": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.8")),
     "elf-rodata": (AnalysisTechnique.BINARY_ANALYSIS, Decimal("0.7")),
+    # the fingerprint database: the file's bytes, or its ELF build-id, are a known release's
+    "fingerprint-sha256": (AnalysisTechnique.HASH_COMPARISON, Decimal(1)),
+    "fingerprint-build-id": (AnalysisTechnique.BINARY_ANALYSIS, Decimal(1)),
     "soname": (AnalysisTechnique.FILENAME, Decimal("0.6")),
     "filename": (AnalysisTechnique.FILENAME, Decimal("0.4")),
     "env": (AnalysisTechnique.OTHER, Decimal("0.5")),
@@ -86,6 +91,9 @@ TECHNIQUES: dict[str, tuple[AnalysisTechnique, Decimal]] = {
     "probe": (AnalysisTechnique.DYNAMIC_ANALYSIS, Decimal(1)),
 }
 _DEFAULT_TECHNIQUE = (AnalysisTechnique.OTHER, Decimal("0.3"))
+#: identification-method -> the evidence method that carries it (the fingerprint database's
+#: ``sha256`` / ``build-id``); the others are evidence methods already
+_DECIDED_EVIDENCE = {"sha256": "fingerprint-sha256", "build-id": "fingerprint-build-id"}
 
 _TARGET_TYPES = {
     "image": CdxComponentType.CONTAINER,
@@ -142,12 +150,19 @@ def _evidence_context(ev: Evidence) -> str:
 def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> ComponentEvidence | None:
     if not c.evidence:
         return None
+    # the method that decided comes first; the identity's confidence is that method's level
+    # (gpusbom.identification: exact 1, high 0.8, medium 0.5, low 0.2), the others are its
+    # evidence (each with its technique's own confidence)
+    decided = _DECIDED_EVIDENCE.get(c.properties.get("identification-method", ""),
+                                    c.properties.get("identification-method", ""))
     methods: list[Method] = []
-    for ev in c.evidence:
+    for ev in sorted(c.evidence, key=lambda e: e.method != decided):
         technique, confidence = TECHNIQUES.get(ev.method, _DEFAULT_TECHNIQUE)
         value = ev.path or ev.detail or ev.collector
         methods.append(Method(technique=technique, confidence=confidence, value=value))
-    best = max(m.confidence for m in methods)
+    level = c.properties.get("identification-confidence", "")
+    best = (Decimal(CONFIDENCE_SCORE[level]) if level in CONFIDENCE_SCORE
+            else max(m.confidence for m in methods))
     fields: list[tuple[IdentityField, str]] = []
     if purl is not None:
         fields.append((IdentityField.PURL, purl.to_string()))
@@ -196,6 +211,8 @@ def _component_properties(c: Component, contained_by: list[str]) -> list[Propert
                                   value=f"{ev.path}={ev.declared_digest}"))
     for k, v in sorted({**c.properties, **product_properties(c)}.items()):
         props.append(Property(name=prop(k), value=v))
+    for k, v in summary_pairs(c):
+        props.append(Property(name=prop(k), value=v))
     for parent in contained_by:
         props.append(Property(name=prop("contained-by"), value=parent))
     return props
@@ -227,7 +244,21 @@ def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]
         properties=props,
         evidence=_evidence(c, spec, purl),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=own[1])] if own else None,
+        components=_file_components(c),
     )
+
+
+def _file_components(c: Component) -> list[CdxComponent]:
+    """One nested ``file`` component per file of ``c`` with device code: its own targets."""
+    out = []
+    for i, d in enumerate(nested_files(c), 1):
+        out.append(CdxComponent(
+            name=one_line(d.path), type=CdxComponentType.FILE,
+            bom_ref=f"{c.bom_ref}/file/{i:04d}",
+            properties=[Property(name=prop(k), value=v) for k, v in file_pairs(d)],
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=d.sha256)] if d.sha256 else None,
+        ))
+    return out
 
 
 def _target_component(result: ScanResult) -> CdxComponent:

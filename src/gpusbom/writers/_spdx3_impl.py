@@ -45,6 +45,7 @@ from ._common import (
     target_purl,
     unknown_text,
 )
+from ._devicecode import file_pairs, nested_files
 from ._probes import document_probe_pairs, keyed, probe_pairs
 from ._spdx_impl import (
     NAMESPACE_BASE,
@@ -233,6 +234,26 @@ def _document_comment(result: ScanResult) -> str:
     return "\n".join(notes)
 
 
+def _files(doc: _Doc, comps: list[Component], ids: _Ids,
+           edges: dict[tuple[str, str], set[str]]) -> dict[str, Any]:
+    """One ``software_File`` per file with device code, contained by its owner; its own
+    targets in its comment (``gpusbom:cuda:sass=...``), its SHA-256 in ``verifiedUsing``."""
+    out: dict[str, Any] = {}
+    for c in comps:
+        for i, d in enumerate(nested_files(c), 1):
+            ref = f"{c.bom_ref}/file/{i:04d}"
+            f = s3.software_File(spdxId=doc.iri(ids.get(ref)), creationInfo=doc.creation,
+                                 name=one_line(d.path),
+                                 software_primaryPurpose=s3.software_SoftwarePurpose.file,
+                                 comment="\n".join(f"{prop(k)}={v}" for k, v in file_pairs(d)))
+            if d.sha256:
+                f.verifiedUsing.append(s3.Hash(algorithm=s3.HashAlgorithm.sha256,
+                                               hashValue=d.sha256))
+            out[ref] = doc.add(f)
+            edges[(c.bom_ref, _REL.contains)].add(ref)
+    return out
+
+
 def build_objects(result: ScanResult) -> Any:
     """The scan result as a ``SHACLObjectSet`` (deterministic for the same result)."""
     ident = target_identity(result.target)
@@ -275,6 +296,7 @@ def build_objects(result: ScanResult) -> Any:
     refs_known = set(packages) | {root_ref}
     for c in comps:
         edges[(root_ref, _REL.contains)].add(c.bom_ref)
+    files = _files(doc, comps, ids, edges)
     extra: list[str] = []
     for rel in result.relationships:
         kind = {"depends-on": _REL.dependsOn, "contains": _REL.contains}.get(rel.type)
@@ -282,7 +304,7 @@ def build_objects(result: ScanResult) -> Any:
             extra.append(f"{prop('unmapped-relationship')}={rel.source} {rel.type} {rel.target}")
             continue
         edges[(rel.source, kind)].add(rel.target)
-    by_ref = {**packages, root_ref: root}
+    by_ref = {**packages, **files, root_ref: root}
     for n, ((src, kind), targets) in enumerate(
             sorted(edges.items(), key=lambda e: (ids.get(e[0][0]), e[0][1])), 1):
         doc.add(s3.Relationship(

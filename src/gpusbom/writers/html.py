@@ -75,8 +75,10 @@ def render_report(*, title: str, scans: list[ScanResult], decisions: list[Any] |
     check = [{"image": v.image, "target": v.target, "verdict": v.verdict,
               "reasons": list(v.reasons), "evidence": list(v.evidence[:20]),
               "summary": v.summary(),
-              "libraries": [{"name": x.name, "verdict": x.verdict, "reason": x.reason}
-                            for x in v.libraries]} for v in verdicts or []]
+              "failing": [{"file": x.file, "verdict": x.verdict, "targets": x.targets}
+                          for x in v.failing if x.file],
+              "libraries": [{"name": x.name, "verdict": x.verdict, "reason": x.reason,
+                             "file": x.file} for x in v.libraries]} for v in verdicts or []]
     text = str(_env().get_template("report.html").render(
         title=title, version=__version__, scans=[_scan(r) for r in scans], gate=gate,
         check=check))

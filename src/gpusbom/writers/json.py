@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..compat.report import CheckReport
     from ..inventory.types import Drift
     from ..policy.report import GateReport
+    from ..reconcile import Reconciliation
 
 
 @register
@@ -78,3 +79,14 @@ class DriftJsonWriter(Writer):
                               "to": as_dict(d.new),
                               "changes": [as_dict(c) for c in d.changes]},
                              indent=2, ensure_ascii=False) + "\n")
+
+
+@register
+class ReconcileJsonWriter(Writer):
+    format = "json"
+    subject = "reconcile"
+    description = "every difference with both versions and where it was seen (gpusbom/reconcile/1)"
+
+    def write(self, result: Reconciliation, out: TextIO, options: WriterOptions) -> None:
+        json.dump(result.to_dict(), out, indent=2, sort_keys=True)
+        out.write("\n")

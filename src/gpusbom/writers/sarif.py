@@ -118,18 +118,23 @@ def sarif_log(rules: list[dict[str, Any]], results: list[dict[str, Any]],
 
 
 def render_check(report: CheckReport) -> str:
-    from ..compat.evaluate import FAIL, JIT, RUNS
     from ..compat.report import is_ok_reason
+    from ..compat.states import FAIL, JIT, NA, RUNS, STATES, UNCHECKED
 
     kinds = {
         FAIL: ("check/will-fail", "error",
                "The image is predicted to fail on this GPU and driver."),
+        NA: ("check/not-applicable", "error",
+             "The image holds no runtime and no device code for this GPU's vendor."),
+        UNCHECKED: ("check/unchecked", "warning",
+                    "The image's GPU code could not be judged (none found, or unreadable)."),
         JIT: ("check/runs-with-jit", "warning",
               "The image runs only after the driver JIT-compiles PTX or SPIR-V at first launch."),
         RUNS: ("check/runs", "note", "The image is predicted to run on this GPU and driver."),
     }
+    order = list(reversed(STATES))
     rules = []
-    for key in (FAIL, JIT, RUNS):
+    for key in order:
         rid, level, text = kinds[key]
         rules.append({
             "id": rid,
@@ -143,12 +148,14 @@ def render_check(report: CheckReport) -> str:
         first = next((r for r in v.reasons if not is_ok_reason(r, v)), v.verdict)
         res: dict[str, Any] = {
             "ruleId": rid,
-            "ruleIndex": [FAIL, JIT, RUNS].index(v.verdict),
+            "ruleIndex": order.index(v.verdict),
             "level": level,
             "message": {"text": f"{v.image} on {v.target}: {v.verdict}: {first}"},
             "properties": {
                 "verdict": v.verdict, "target": v.target, "image": v.image,
                 "reasons": v.reasons, "summary": v.summary(),
+                "failing_files": [{"path": lib.file, "verdict": lib.verdict,
+                                   "targets": lib.targets} for lib in v.failing if lib.file],
             },
         }
         locs = [{"physicalLocation": {"artifactLocation": {"uri": _uri(p)}}}

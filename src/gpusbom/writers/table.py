@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..compat.report import CheckReport
     from ..inventory.types import Drift
     from ..policy.report import GateReport
+    from ..reconcile import Reconciliation
 
 #: the columns of an inventory drift's table and CSV
 DRIFT_COLUMNS = ("section", "change", "key", "before", "after")
@@ -163,10 +164,31 @@ class TableWriter(Writer):
                 console.print(Text(f"  - [{fnd.severity}] {fnd.title} ({fnd.id})"))
                 if fnd.detail:
                     console.print(Text(f"      {fnd.detail}"))
+        _device_code_table(console, result, bold)
         _advisory_table(console, result, bold)
         _probe_table(console, result, bold)
         # rich pads every line to the console width; people and diffs want no trailing blanks
         out.write("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+
+
+def _device_code_table(console: Console, result: ScanResult, bold: str) -> None:
+    """Each file's own device code (a package's cuda:*/hip:* properties are only the union
+    of these: a summary)."""
+    rows = [(c, d) for c in sorted(result.components, key=_sort_key) for d in c.device_code]
+    if not rows:
+        return
+    console.print(Text(""))
+    console.print(Text(f"Device code per file ({len(rows)} files; a package's own targets "
+                       "are the union of its files):", style=bold))
+    table = Table(box=box.SIMPLE_HEAD, header_style=bold or None, pad_edge=False)
+    for col in ("COMPONENT", "FILE", "SASS", "PTX", "LTO", "GFX"):
+        table.add_column(col, overflow="fold", no_wrap=col == "COMPONENT")
+    for c, d in rows:
+        t = d.targets
+        table.add_row(*(Text(x or "-") for x in (
+            c.name, _display_path(d.path), t.get("cuda:sass"), t.get("cuda:ptx"),
+            t.get("cuda:lto"), t.get("hip:gfx"))))
+    console.print(table)
 
 
 def _probe_table(console: Console, result: ScanResult, bold: str) -> None:
@@ -326,3 +348,16 @@ class DriftTableWriter(Writer):
                   f"{d.new.id[:12]} ({d.new.ts}): {len(d.changes)} change(s)\n")
         if d.changes:
             out.write(render([as_dict(c) for c in d.changes], DRIFT_COLUMNS, "table"))
+
+
+@register
+class ReconcileTableWriter(Writer):
+    format = "table"
+    subject = "reconcile"
+    description = "a summary, then one row per difference"
+    for_humans = True
+
+    def write(self, result: Reconciliation, out: TextIO, options: WriterOptions) -> None:
+        from ..reconcile import render_table
+
+        out.write(render_table(result))

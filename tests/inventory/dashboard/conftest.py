@@ -106,3 +106,56 @@ def browser() -> Iterator[Any]:
 
     with chromium() as d:
         yield d
+
+
+WRITE_TOKEN = "triage-token-" + "7f3a9c1e"  # the write server's token (a test value)
+
+
+@pytest.fixture(scope="session")
+def syft_sboms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Syft 1.18.1 (the real binary) run on the nvidia-wheels docker archive: it names the
+    image by the archive's local path, which the inventory must not show."""
+    sys.path.insert(0, str(REPO / "tests" / "sbomin"))
+    from fixtures.build import ensure
+    from sbom_tools import syft
+
+    out = tmp_path_factory.mktemp("syft")
+    archive = out / "nvidia-wheels.docker.tar"
+    archive.symlink_to(ensure("nvidia-wheels").docker_archive)
+    cdx, spdx = out / "syft.cdx.json", out / "syft.spdx.json"
+    p = subprocess.run([str(syft()), f"docker-archive:{archive}", "-q",
+                        "-o", f"cyclonedx-json={cdx}", "-o", f"spdx-json={spdx}"],
+                       capture_output=True, text=True, timeout=300, check=False,
+                       env={**os.environ, "SYFT_CHECK_FOR_APP_UPDATE": "false"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return {"archive": archive, "cyclonedx": cdx, "spdx": spdx}
+
+
+@pytest.fixture(scope="session")
+def triage_db(pg: Any, h200_scan: Any, wheels_result: Any, syft_sboms: dict[str, Path]) -> str:
+    """The dashboard inventory plus what the names and driver tests need: the same image
+    scanned from its docker archive, Syft's SBOMs of that archive, and a host whose GPUs
+    name no kernel driver (dash_data.no_driver_link)."""
+    from fixtures.build import ensure
+    from gpusbom.inventory import Store
+    from gpusbom.sbomin import load_sbom
+    from gpusbom.scan import scan
+
+    url: str = pg.create_db()
+    dash_data.fill(url, h200_scan, wheels_result)
+    with Store(url) as store:
+        store.ingest(scan(f"docker-archive:{ensure('nvidia-wheels').docker_archive}"))
+        store.ingest(load_sbom(str(syft_sboms["cyclonedx"])))
+        store.ingest(dash_data.no_driver_link(h200_scan))
+    return url
+
+
+@pytest.fixture(scope="session")
+def write_server(triage_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tok = tmp_path_factory.mktemp("tok") / "write-token"
+    tok.write_text(WRITE_TOKEN + "\n")
+    s = Server(triage_db, "--write-token-file", str(tok))
+    try:
+        yield s
+    finally:
+        s.stop()

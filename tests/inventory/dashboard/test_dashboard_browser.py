@@ -95,6 +95,10 @@ def test_screenshots_and_search_form(server: Server, browser: Any) -> None:
     _open(browser, server.base)
     assert browser.find_element(By.ID, "hosts").text.count("NVIDIA H200") >= 2
     browser.save_screenshot(str(_artifact("overview.png")))
+    # each screenshot this test checks is taken here: under xdist the test that also saves
+    # matrix.png may run later or on the other worker (CI once found no file)
+    _open(browser, server.base + "matrix")
+    browser.save_screenshot(str(_artifact("matrix.png")))
     _open(browser, server.base + "host?name=vm")
     assert "580.95.05" in browser.find_element(By.ID, "drift").text
     assert browser.find_element(By.ID, "gpus").text.count("NVIDIA H200") == 2

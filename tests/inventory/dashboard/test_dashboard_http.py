@@ -70,7 +70,7 @@ def test_openapi_and_metrics(server: Server) -> None:
     assert doc["openapi"].startswith("3.")
     assert set(doc["paths"]) == {f"/api/{n}" for n in ("overview", "search", "advisories",
                                                        "advisory", "matrix", "cell", "host",
-                                                       "image")}
+                                                       "image", "triage")}
     assert all(set(v) == {"get"} for v in doc["paths"].values())
     assert "component" in {p["name"] for p in doc["paths"]["/api/search"]["get"]["parameters"]}
     from prometheus_client.parser import text_string_to_metric_families

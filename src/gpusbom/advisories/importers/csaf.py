@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import shape_checked
+from .phrases import Phrase, parse_phrase, phrase_class
 
 __all__ = [
     "CsafImport",
@@ -40,102 +41,6 @@ __all__ = [
     "parse_phrase",
     "phrase_class",
 ]
-
-# one alphanumeric per repetition and possessive quantifiers: the same versions as
-# "\d+(?:[.\-_+]?[0-9A-Za-z]+)*" without its exponential backtracking on long near-misses
-_V = r"[vVrR]?(\d++(?:[.\-_+]?[0-9A-Za-z])*+)"
-_MONTHS = (
-    "January|February|March|April|May|June|July|August|September|October|November|December"
-)
-# an optional product word or two before a version ("CUDA Toolkit 12.8", "IGX 1.1")
-_PFX = r"(?:[A-Z][\w-]*\s+){0,3}"
-
-
-@dataclass(frozen=True)
-class Phrase:
-    """A parsed version phrase: a range (``fixed`` = prior to, ``last_affected`` = up to
-    and including, ``introduced`` = from) or one ``version``."""
-
-    text: str
-    version: str | None = None
-    fixed: str | None = None
-    last_affected: str | None = None
-    introduced: str | None = None
-    qualifier: str | None = None  # text in parentheses after a version, e.g. "vGPU 19.4"
-
-
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    # "All driver versions prior to 580.159.03", "All versions prior to CUDA Toolkit 12.2"
-    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:before|prior\s+to|earlier\s+than|below)\s+{_PFX}{_V}$", re.I), "fixed"),  # noqa: E501 - a pattern reads best unbroken
-    # "All versions up to and including v1.16.1", "All versions up to CUDA Toolkit 12.8"
-    (re.compile(rf"^(?:all\s+)?(?:[\w.+-]+\s+){{0,3}}versions?\s+(?:up\s+to\s+and\s+including|up\s+to|prior\s+to\s+and\s+including|through)\s+{_PFX}{_V}$", re.I), "last_affected"),  # noqa: E501 - a pattern reads best unbroken
-    # "35.6.2 and earlier", "1.8.7 and prior versions", "32.7.2 and prior releases"
-    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:earlier|prior(?:\s+(?:versions?|releases?))?|older)$", re.I), "last_affected"),  # noqa: E501 - a pattern reads best unbroken
-    # "46.3008 or newer", "1.6.0 and later"
-    (re.compile(rf"^{_PFX}{_V}\s+(?:and|or)\s+(?:newer|later)$", re.I), "introduced"),
-    # "All versions from 22.09 to 24.03" / "22.09 through 24.03"
-    (re.compile(rf"^(?:all\s+)?(?:versions?\s+)?(?:from\s+)?{_V}\s+(?:to|through)\s+{_V}$", re.I), "between"),
-    # "0 - 4.4", "v0 - v10.16.1": from .. up to and including
-    (re.compile(r"^[vV]?(\d+(?:\.\d+)*)\s+-\s+[vV]?(\d+(?:\.\d+)*)$"), "between"),
-    # "v1.16.2", "580.126.09", "CUDA Toolkit 12.4.1", "r24.09"
-    (re.compile(rf"^(?:version\s+)?{_PFX}{_V}$"), "version"),
-]
-_QUALIFIED = re.compile(r"^(?P<head>[^()]*?)\s*\((?P<qual>[^()]*)\)\s*$")
-_QUAL_RANGE = re.compile(
-    r"^all\s+(?:versions?\s+)?(?:prior\s+to\s+and\s+including|up\s+to\s+and\s+including)\b", re.I
-)
-_SUFFIX = re.compile(
-    r"^(?P<head>.*?\d)\.?\s+(?P<qual>for support of .*|LTS|Only .*)$", re.I
-)
-_UPDATE = re.compile(r"\b(\d+\.\d+)(?:U|\s+Update\s+)(\d+)\b")
-
-
-def _plain(s: str) -> Phrase | None:
-    for rx, kind in _PATTERNS:
-        m = rx.match(s)
-        if not m:
-            continue
-        if kind == "fixed":
-            return Phrase(s, fixed=m.group(1))
-        if kind == "last_affected":
-            return Phrase(s, last_affected=m.group(1))
-        if kind == "introduced":
-            return Phrase(s, introduced=m.group(1))
-        if kind == "between":
-            return Phrase(s, introduced=m.group(1), last_affected=m.group(2))
-        return Phrase(s, version=m.group(1))
-    return None
-
-
-def parse_phrase(text: str) -> Phrase | None:
-    """One NVIDIA version phrase -> ``Phrase``; None when not understood."""
-    s = " ".join(text.replace("\u00a0", " ").split()).rstrip(".")
-    s = _UPDATE.sub(r"\1.\2", s)  # CUDA "12.4 Update 1" / "12.4U1" is release 12.4.1
-    qual = None
-    m = _QUALIFIED.match(s) or _SUFFIX.match(s)
-    if m and m.group("head"):
-        s, qual = m.group("head").strip(), m.group("qual").strip()
-    ph = _plain(s)
-    if ph is None:
-        return None
-    if qual and ph.version and _QUAL_RANGE.match(qual):
-        # "580.105.08(All versions prior to and including vGPU software 19.3)": the version
-        # is the last one of the named release line, so it is the last affected
-        return Phrase(text, last_affected=ph.version, qualifier=qual)
-    return Phrase(
-        text, version=ph.version, fixed=ph.fixed, last_affected=ph.last_affected,
-        introduced=ph.introduced, qualifier=qual,
-    )
-
-
-def phrase_class(text: str) -> str:
-    """A phrase with its versions, months and numbers abstracted: what a report groups by."""
-    s = " ".join(text.split())
-    s = re.sub(rf"\b(?:{_MONTHS})\s+\d{{4}}\b", "MONTH YEAR", s)
-    s = re.sub(r"v?\d+(?:\.\d+)+(?:[-.][0-9A-Za-z]+)*", "V", s)
-    s = re.sub(r"\b\d+\b", "N", s)
-    return s
-
 
 _ARCH = re.compile(r"^(?P<platform>[^()]*?)\s*(?:\((?P<inner>[^()]*)\))?\s*$")
 _BRANCH = re.compile(r"\bR(\d{3})\b")
@@ -306,16 +211,36 @@ def _facts(v: dict[str, Any]) -> dict[str, Any]:
             out["layer"] = "kernel"
         elif user and not kernel:
             out["layer"] = "user"
+        # "nsight-systems" is written "Nsight Systems"
         parts = [p for p in catalog.get("cuda-toolkit").parts
-                 if re.search(rf"\b{re.escape(p)}\b", text, re.I)]
+                 if re.search(r"\b" + re.escape(p).replace(r"\-", "[ -]") + r"\b", text, re.I)]
         if parts:
             out["parts"] = parts
         if re.search(r"\bfor (?:all platforms|Windows and Linux|Linux and Windows)\b", text, re.I):
             out["platform_phrase"] = "windows-and-linux"
+        elif windows_only_text(text):
+            out["platform_phrase"] = "windows"
     title = v.get("title")
     if isinstance(title, str) and title.strip():
         out["title"] = title.strip()
     return out
+
+
+#: products NVIDIA ships only for Windows (a CVE naming one is Windows-only)
+_WINDOWS_PRODUCTS = re.compile(r"\bNsight Visual Studio(?: Edition)?\b", re.I)
+_FOR_WINDOWS = re.compile(r"\bfor (?:Microsoft )?Windows\b(?!\s*(?:and|,|/|&|or)\s*Linux)", re.I)
+_FOR_LINUX = re.compile(r"\bfor (?:Linux|all platforms)\b|\bLinux and Windows\b|"
+                        r"\bWindows and Linux\b", re.I)
+
+
+def windows_only_text(text: str) -> bool:
+    """Whether a CVE's description places it on Windows only: "NVIDIA Nsight Systems for
+    Windows contains ...", "NVIDIA Nsight Visual Studio for Windows ...", or a product
+    NVIDIA ships only for Windows (Nsight Visual Studio Edition); never when the text also
+    names Linux ("for Linux", "Windows and Linux")."""
+    if _FOR_LINUX.search(text):
+        return False
+    return bool(_FOR_WINDOWS.search(text) or _WINDOWS_PRODUCTS.search(text))
 
 
 def _score(s: dict[str, Any]) -> list[dict[str, Any]]:
@@ -401,6 +326,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                 g["conditions"].append(ph.qualifier)  # "CDI mode only for versions prior to 1.17.5"
             if ph is None:
                 g.setdefault("unparsed", []).append(p.name)
+                g.setdefault("unparsed_affected", []).append(p.name)
             elif ph.version:
                 g["versions"].append(_clean(ph.version))
             else:
@@ -430,6 +356,7 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
         for g in groups.values():
             _drop_unparsable(g, imp)
             unparsed = g.pop("unparsed", None)
+            vague = g.pop("unparsed_affected", None)
             conditions = g.pop("conditions")
             phrases = g.pop("phrases")
             if not g["ranges"] and not g["versions"]:
@@ -439,6 +366,14 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
                 g["no_range"] = "vendor phrase not understood: " + "; ".join(unparsed or phrases)
             elif unparsed:
                 g["note"] = "some vendor phrases not understood: " + "; ".join(unparsed)
+                if vague:
+                    # no silent outcome: an affected phrase not understood is its own entry,
+                    # which makes review where the understood ranges do not decide
+                    sib: dict[str, Any] = {k: g[k] for k in ("target", "vendor_product", "scheme", "platform",
+                                             "branch", "variant") if k in g}
+                    affected.append({**sib, "no_range": "vendor phrase not understood: "
+                                     + "; ".join(vague), "vendor_phrases": list(vague)})
+                    phrases = [x for x in phrases if x not in vague]
             # "All versions up to CUDA Toolkit 12.8" with 12.8 listed as fixed: "up to"
             # excludes the fixed release, so the range ends before it
             g["ranges"] = [
@@ -456,7 +391,14 @@ def import_csaf(doc: dict[str, Any], *, source_url: str | None = None) -> CsafIm
             if conditions:
                 g["note"] = "; ".join([*([g["note"]] if g.get("note") else []), *conditions])
             affected.append(g)
-        vulns_out.append({"id": vid, **_facts(v), "severity": scores, "affected": affected})
+        facts = _facts(v)
+        if facts.get("platform_phrase") == "windows":
+            # the product tree may say "Windows, Linux" for the product; the CVE's own
+            # text places it on Windows only
+            for a in affected:
+                if a.get("platform") is None:
+                    a["platform"] = "windows"
+        vulns_out.append({"id": vid, **facts, "severity": scores, "affected": affected})
     rid = f"NVIDIA-{tid}" if vendor == "NVIDIA" and tid and not tid.upper().startswith("NVIDIA") else tid
     initial = str(tracking.get("initial_release_date") or "")[:10]
     current = str(tracking.get("current_release_date") or "")[:10] or None
@@ -484,6 +426,8 @@ def _drop_unparsable(g: dict[str, Any], imp: CsafImport) -> None:
     from ..versions import InvalidVersion, parse
 
     def ok(v: str) -> bool:
+        if "-" in v and g["scheme"] not in ("deb", "rpm"):
+            return False  # "0.0-26.05", "5.8-7.0.6.1": a hyphen is no part of such versions
         try:
             parse(g["scheme"], v)
         except InvalidVersion:

@@ -57,10 +57,8 @@ def advisories_show(
 def advisories_update(
     source: Annotated[
         list[str] | None,
-        typer.Option("--source", help="NAME=URL for a feed (nvidia-csaf, osv, curated, "
-                     "kev, cve5), or NAME=off; repeatable. Also GPUSBOM_NVIDIA_CSAF_URL, "
-                     "GPUSBOM_OSV_URL, GPUSBOM_CURATED_URL, GPUSBOM_KEV_URL, "
-                     "GPUSBOM_CVE5_URL."),
+        typer.Option("--source", help="NAME=URL for a feed ({feeds}), or NAME=off; "
+                     "repeatable. Also {feed_vars}."),
     ] = None,
     ecosystem: Annotated[
         list[str] | None,
@@ -74,9 +72,9 @@ def advisories_update(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
-    """Fetch NVIDIA's CSAF bulletins, OSV archives, CISA's KEV catalog and the curated bundle
-    over HTTPS, verify their checksums, and swap the new database into the user cache
-    atomically (with the CVE descriptions the feeds carry).
+    """Fetch every advisory feed (those --source names) over HTTPS, verify their checksums,
+    and swap the new database into the user cache atomically (with the CVE descriptions the
+    feeds carry).
 
     Any failure (offline, interrupted download, bad checksum, invalid data) leaves the
     current database as it was and exits 3. Without an update, scans use the snapshot

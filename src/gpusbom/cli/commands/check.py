@@ -1,8 +1,9 @@
 """``gpusbom check``: will an image run on given GPUs and drivers? (see docs/check.md)
 
-Exit codes: 0 every verdict is ``runs`` or ``runs-with-jit`` (with ``--fail-on-jit``: every
-verdict is ``runs``); 1 some verdict is ``will-fail`` (a predicted failure, like a gate);
-2 usage; 3 bad input (image, SBOM, host scan, inventory).
+Exit codes: 0 every verdict is green: ``runs`` or ``runs-with-jit`` (with ``--fail-on-jit``:
+every verdict is ``runs``; with ``--allow-unchecked`` ``unchecked`` passes too); 1 some verdict
+is not (``will-fail``, ``not-applicable``, ``unchecked``: a gate); 2 usage; 3 bad input
+(image, SBOM, host scan, inventory).
 """
 
 from __future__ import annotations
@@ -44,10 +45,15 @@ def check(
     output: Annotated[
         list[str] | None,
         typer.Option("--output", "-o",
-                     help="FORMAT[=PATH], repeatable: table (default), json, sarif, html."),
+                     help="FORMAT[=PATH], repeatable: table (default), json, sarif, html, "
+                     "in-toto."),
     ] = None,
     fail_on_jit: Annotated[
         bool, typer.Option("--fail-on-jit", help="Exit 1 on runs-with-jit too.")
+    ] = False,
+    allow_unchecked: Annotated[
+        bool, typer.Option("--allow-unchecked",
+                           help="Exit 0 on unchecked too (device code that cannot be judged).")
     ] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Table: every reason, also of what runs.")
@@ -55,8 +61,8 @@ def check(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> int:
     """Predict whether IMAGE runs on a host, a fleet or given GPUs: runs, runs-with-jit
-    (PTX/SPIR-V compiled at first launch) or will-fail, with the reasons and evidence.
-    Exit 1 when any verdict is will-fail."""
+    (PTX/SPIR-V compiled at first launch), unchecked, not-applicable or will-fail, judged per
+    binary, with the reasons and the failing files. Exit 1 when any verdict is not green."""
     from ...compat.run import CheckRequest, run_check
     from ..output import emit, parse_outputs, terminal_options
 
@@ -64,6 +70,6 @@ def check(
     report = run_check(CheckRequest(image=image, against=against, host=host,
                                     inventory=inventory, gpus=tuple(gpu or ()), driver=driver))
     emit(report, specs, terminal_options(verbose=verbose), subject="check")
-    if report.failed or (fail_on_jit and report.jit):
+    if not report.passes(require_runs=fail_on_jit, allow_unchecked=allow_unchecked):
         return EXIT_POLICY
     return EXIT_OK

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from .._common import exits
+from .._common import EXIT_INPUT, EXIT_OK, exits
 from ..app import app
 
 
@@ -71,4 +71,4 @@ def crawl(
     for line in stats.failed:
         print(f"gpusbom: crawl: {line}", file=sys.stderr)
     print(stats.summary(sh), file=sys.stderr)
-    return 3 if stats.failed else 0
+    return EXIT_INPUT if stats.failed else EXIT_OK

@@ -32,8 +32,8 @@ def gate(
     output: Annotated[
         list[str] | None,
         typer.Option("--output", "-o", help="FORMAT[=PATH], repeatable: table (summary), json, "
-                     "sarif (SARIF 2.1.0), junit (JUnit XML), html (one self-contained file). "
-                     "Default: table to stdout."),
+                     "sarif (SARIF 2.1.0), junit (JUnit XML), html (one self-contained file), "
+                     "in-toto (a verification summary attestation). Default: table to stdout."),
     ] = None,
     host: Annotated[bool, typer.Option("--host", help="Gate this machine (a host scan).")] = False,
     root: Annotated[

@@ -17,10 +17,25 @@ from ..app import app
 
 inventory_app = typer.Typer(
     help="Fleet inventory: keep every scan of every host and image; ask where a component "
-    "is, who an advisory affects, what changed.",
-    no_args_is_help=True,
+    "is, who an advisory affects, what changed. Needs gpusbom[inventory].",
+    invoke_without_command=True,
 )
 app.add_typer(inventory_app, name="inventory")
+
+
+@inventory_app.callback()
+def _needs_extra(ctx: typer.Context) -> None:
+    """Without the ``inventory`` extra, every ``gpusbom inventory`` command (and the bare
+    group) is the one line naming the ``pip install`` (exit 3); with it, the bare group
+    prints its help, as ``no_args_is_help`` would."""
+    from ...extras import require
+
+    if ctx.resilient_parsing:  # shell completion
+        return
+    require("inventory")
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit(0)
 
 
 def _format(value: str) -> str:
@@ -34,9 +49,10 @@ def _format(value: str) -> str:
 
 DbOpt = Annotated[
     str | None,
-    typer.Option("--db", envvar="GPUSBOM_INVENTORY_DB", show_envvar=True,
+    typer.Option("--db",
                  help="sqlite:///PATH, a file path, or postgresql://USER:PASSWORD@HOST/DB. "
-                 "Default: $XDG_DATA_HOME/gpusbom/inventory.db."),
+                 "Default: the inventory_db setting ($GPUSBOM_INVENTORY_DB, the config file), "
+                 "else $XDG_DATA_HOME/gpusbom/inventory.db."),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 OutOpt = Annotated[
@@ -83,8 +99,9 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per file.")] = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Store scans. Every file is read and checked before anything is stored; each scan is
-    stored in its own transaction; a scan already stored (same content) is kept once."""
+    """Store scans, each as it is read (one in memory at a time), each in its own
+    transaction; a scan already stored (same content) is kept once. A file that is not a
+    scan stops there (exit 3): the files before it stay stored."""
     from ...inventory.reports import ingest as _ingest
 
     for line in _ingest(db, files, label):
@@ -160,3 +177,34 @@ def drift(
     from ...inventory.reports import drift as _drift
 
     write_report(_drift(db, subject, from_scan=from_scan, to_scan=to_scan), fmt, output, "drift")
+
+
+@inventory_app.command("rematch")
+@exits
+def rematch(
+    all_scans: AllScansOpt = False, db: DbOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Recompute the findings of the stored scans against the current advisory database
+    (nothing is rescanned: each distinct scan content is matched once). The stored scan
+    bodies (export) stay as ingested."""
+    from ...inventory.reports import rematch as _rematch
+
+    print(_rematch(db, all_scans=all_scans), file=sys.stderr)
+
+
+@inventory_app.command("prune")
+@exits
+def prune(
+    keep_days: Annotated[int | None, typer.Option("--keep-days", help="Remove scans older "
+                                                  "than this many days.")] = None,
+    keep_last: Annotated[int | None, typer.Option("--keep-last", help="Keep the newest N "
+                                                  "scans of each host and image.")] = None,
+    db: DbOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Retention: remove old scans (with both options, a scan goes when it is older than
+    --keep-days and not among the newest --keep-last of its host or image; the latest scan
+    of each always stays). Default: the inventory_keep_days / inventory_keep_last
+    settings. On PostgreSQL, months with nothing left to keep are dropped as partitions."""
+    from ...inventory.reports import prune as _prune
+
+    print(_prune(db, keep_days=keep_days, keep_last=keep_last), file=sys.stderr)

@@ -29,7 +29,8 @@ def compat(
 ) -> int:
     """Which images will fail on which hosts: gpusbom check of the latest scan of every stored
     image against the latest scan of every stored host (GPUs and driver; nothing rescanned).
-    One row per (image, host, GPU kind): runs, runs-with-jit or will-fail, with the first
+    One row per (image, host, GPU kind): runs, runs-with-jit, unchecked,
+    not-applicable or will-fail, with the first
     reason. With --on-node: the images found on each node, against that node."""
     from ...inventory.reports import compat as _compat
 
@@ -101,6 +102,11 @@ def serve(
         str | None, typer.Option("--auth-token-file", help="A file holding one token: every "
                                  "request then needs 'Authorization: Bearer TOKEN' (or basic "
                                  "auth with the token as password).")] = None,
+    write_token_file: Annotated[
+        str | None, typer.Option("--write-token-file",
+                                 help="A file holding the write token: enables triage "
+                                 "(record analyses; sign in with the token). Without it the "
+                                 "dashboard is read-only.")] = None,
     debug: DebugOpt = False,
 ) -> None:
     """A read-only web dashboard over the inventory: fleet overview, search, advisories,
@@ -109,4 +115,7 @@ def serve(
     from ...inventory.web import serve as _serve
 
     with contextlib.suppress(KeyboardInterrupt):  # the way to stop it: exit 0
-        _serve(db, bind=bind, token_file=auth_token_file)
+        from ... import settings
+
+        write_token_file = write_token_file or settings.get("dashboard_write_token_file")
+        _serve(db, bind=bind, token_file=auth_token_file, write_token_file=write_token_file)

@@ -43,6 +43,13 @@ def probe(
     cyclonedx_version: Annotated[
         CdxVersion, typer.Option("--cyclonedx-version", help="CycloneDX spec version.")
     ] = CdxVersion.v16,
+    artifact: Annotated[
+        list[str] | None,
+        typer.Option("--artifact", help="Instead of the probe kernels: try to load this model "
+                     "artifact on GPU 0 in a child process (a cubin, a Triton cache entry "
+                     "directory, a TensorRT .engine/.plan); repeatable. Output: JSON evidence "
+                     "(-o json=PATH) or a table."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> int:
@@ -58,6 +65,8 @@ def probe(
     from ..output import emit, parse_outputs, terminal_options
 
     logging.getLogger(__name__).debug("probe: +%.3f s command start", time.perf_counter() - _START)
+    if artifact:
+        return _artifacts(artifact, output, probe_timeout, python, require_pass)
     specs = parse_outputs(output)
     t0 = time.perf_counter()
     try:
@@ -76,3 +85,35 @@ def probe(
         print(f"gpusbom probe: {len(devices)} device probe(s) in {elapsed:.2f} s: "
               + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())), file=sys.stderr)
     return EXIT_POLICY if require_pass and probe_failures(results) else EXIT_OK
+
+
+def _artifacts(paths: list[str], output: list[str] | None, timeout: float, python: str | None,
+               require_pass: bool) -> int:
+    import json
+
+    from ...probe.artifact import probe_artifact, resolve
+
+    for p in paths:
+        try:
+            resolve(p)
+        except ValueError as exc:
+            raise UsageError(f"--artifact {exc}") from None
+    records = [probe_artifact(p, timeout=max(timeout, 30.0), python=python) for p in paths]
+    doc = json.dumps({"artifacts": records}, indent=2, sort_keys=True) + "\n"
+    wrote = False
+    for spec in output or []:
+        fmt, _, dest = spec.partition("=")
+        if fmt != "json":
+            raise UsageError(f"--artifact: output {spec!r}: only json[=PATH]")
+        if dest:
+            with open(dest, "w", encoding="utf-8") as f:
+                f.write(doc)
+        else:
+            sys.stdout.write(doc)
+        wrote = True
+    if not wrote:
+        for r in records:
+            why = " ".join(str(r.get(k)) for k in ("code", "name", "message") if r.get(k))
+            print(f"{r['outcome']:8} {r['kind']:9} {r['file']}  {r.get('device', '')} {why}")
+    bad = [r for r in records if r["outcome"] != "pass"]
+    return EXIT_POLICY if require_pass and bad else EXIT_OK

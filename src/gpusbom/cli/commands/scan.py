@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from .. import scan_options as o
-from .._common import exits, loads_first
+from .._common import EXIT_OK, exit_code, exits, loads_first
 from ..app import app
 
 
@@ -27,27 +27,49 @@ def scan(
     password_stdin: o.PasswordStdin = False, insecure_registry: o.Insecure = None,
     max_file_size: o.MaxFileSize = None, keep_env_secrets: o.KeepEnvSecrets = False,
     verify_diff_ids: o.VerifyDiffIds = False, no_cache: o.NoCache = False,
-    cache_max_size: o.CacheMaxSize = "2G", max_memory: o.MaxMemory = "1G",
+    cache_max_size: o.CacheMaxSize = None, max_memory: o.MaxMemory = None,
     host: o.Host = False, root: o.Root = None, paths: o.Paths = None, no_nvml: o.NoNvml = False,
     analyze_binaries: o.AnalyzeBinaries = False, probe: o.Probe = False,
     probe_timeout: o.ProbeTimeout = 20.0, probe_backend: o.ProbeBackend = None,
     probe_python: o.ProbePython = None, sbom: o.Sbom = None, vex: o.Vex = None,
     max_db_age: o.MaxDbAge = None, offline: o.Offline = False, fail_on: o.FailOn = None,
-    push: o.Push = None, images: o.Images = False,
+    push: o.Push = None, images: o.Images = False, exclude: o.Exclude = None,
+    no_attachments: o.NoAttachments = False,
+    scope: o.ScopeOpt = o.Scope.squashed,
 ) -> int:
     """Scan a container image or root filesystem and write SBOMs."""
     from functools import partial
 
+    from ... import settings
     from ...errors import UsageError
     from ...pipeline import HostOptions, ProbeOptions, ScanRequest
     from ...scan import Followups, run
     from ..output import emit, parse_outputs, terminal_options
     from ..progress import RichProgress, wants_progress
 
+    if debug:
+        from ... import stagetime
+
+        stagetime.enable()
+    # flags first, then GPUSBOM_* variables, then the config file, then the defaults
+    output = output or list(settings.get("output")) or None
+    offline = offline or bool(settings.get("offline"))
+    if no_cache:
+        settings.set_flag("no_cache", True, "--no-cache")
+    cache_max_size = cache_max_size or str(settings.get("cache_max_size"))
+    memory_asked = max_memory is not None or settings.source("max_memory") != "default"
+    max_memory = max_memory or str(settings.get("max_memory"))
+    insecure_registry = insecure_registry or list(settings.get("insecure_registry")) or None
+    max_file_size = max_file_size or settings.get("max_file_size")
     on_host = bool(host or root or paths)
     # a host scan pulls nothing: leave the registry client unimported unless asked for
-    registry = o.registry_options(username, password_stdin, insecure_registry)
+    registry = o.registry_options(username, password_stdin, insecure_registry,
+                                  attachments=not no_attachments)
     memory = o.size(max_memory, "--max-memory")
+    if not memory_asked:
+        from ...sources.schedule import default_max_memory
+
+        memory = default_max_memory()  # not asked for: scaled with the cores
     cache_size = o.size(cache_max_size, "--cache-max-size")
     file_cap = None if max_file_size is None else o.size(max_file_size, "--max-file-size")
     if target and image and target != image:
@@ -59,6 +81,7 @@ def scan(
         limits=o.limits(verify_diff_ids, memory, file_cap),
         cache=False if no_cache else None, cache_max_size=cache_size,
         keep_env_secrets=keep_env_secrets, vex=tuple(vex or ()),
+        exclude=tuple(exclude or ()), scope=scope.value,
         host=HostOptions(root=root or "/", paths=tuple(paths or ()), use_nvml=not no_nvml,
                          analyze_binaries=analyze_binaries) if on_host else None,
         probe=ProbeOptions(backends=tuple(probe_backend) if probe_backend else None,
@@ -71,4 +94,5 @@ def scan(
                   RichProgress() if wants_progress(quiet) else None)
     for message in outcome.messages:
         sys.stderr.write(message)
-    return outcome.code
+    # the messages said why; the error only chooses the exit code
+    return EXIT_OK if outcome.failed is None else exit_code(outcome.failed)

@@ -10,6 +10,10 @@ docs/inventory.md ("Dashboard").
 
 from __future__ import annotations
 
-from .app import create_app, parse_bind, read_token, serve
+from ...extras import require
+
+require("inventory")  # Starlette, uvicorn: one line naming the pip install
+
+from .app import create_app, parse_bind, read_token, serve  # noqa: E402 - after the check
 
 __all__ = ["create_app", "parse_bind", "read_token", "serve"]

@@ -1,8 +1,10 @@
 """The dashboard's ASGI application (Starlette): pages, their JSON API, OpenAPI, /metrics.
 
-Read-only by construction: every route is GET (HEAD), the store is only read, and nothing
-the server holds is secret except the database URL (shown with its password hidden) and
-the optional access token (never shown). Every response carries a strict
+Read-only by default: every page is GET (HEAD) and the store is only read; the one write
+path, triage (``writes.py``), answers 403 unless the server has a write token, and then
+needs a signed-in session, its CSRF token and this origin. Nothing the server holds is
+secret except the database URL (shown with its password hidden) and the tokens (never
+shown). Every response carries a strict
 Content-Security-Policy: the pages hold no script at all and load styles and images from
 this server only, so a string from a hostile image can at worst be shown, never run.
 
@@ -31,9 +33,10 @@ from starlette.staticfiles import StaticFiles
 
 from ... import __version__
 from ...errors import InputError, UsageError
+from .. import triage
 from ..metrics import Exposition
 from ..store import Store
-from . import fleet, pages
+from . import findings, fleet, pages, writes
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -47,7 +50,9 @@ CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on form
+    # posts, and the write path checks the origin (nothing leaks to other sites either way)
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
@@ -118,7 +123,8 @@ def _templates() -> Any:
 class Dashboard:
     """The application's state: one store, the advisory database, the caches."""
 
-    def __init__(self, url: str | None, *, adb: Any = None) -> None:
+    def __init__(self, url: str | None, *, adb: Any = None,
+                 write_token: str | None = None) -> None:
         from ...advisories.db import load_active
 
         self.store = Store(url)
@@ -126,12 +132,14 @@ class Dashboard:
         self.cache = pages.Cache()
         self.metrics = Exposition(self.store)
         self.env = _templates()
+        self.writes = writes.Writes(write_token)
 
     def html(self, template: str, request: Request, data: dict[str, Any],
              status: int = 200) -> Response:
         body = self.env.get_template(template).render(
             data=data, db=self.store.display_url, version=__version__,
-            request_query=request.query_params)
+            request_query=request.query_params, writes=self.writes.context(request),
+            here=_here(request))
         return HTMLResponse(body, status_code=status)
 
     def builders(self) -> dict[str, Callable[[Request], dict[str, Any]]]:
@@ -146,9 +154,36 @@ class Dashboard:
                                                      self.cache),
             "matrix": lambda r: fleet.matrix(self.store, self.cache),
             "cell": lambda r: fleet.cell(self.store, self.cache, q(r, "image"), q(r, "gpu")),
-            "host": lambda r: fleet.host(self.store, self.cache, q(r, "name")),
-            "image": lambda r: fleet.image(self.store, self.cache, q(r, "name")),
+            "host": lambda r: self.with_findings(
+                fleet.host(self.store, self.cache, q(r, "name")), "host", r),
+            "image": lambda r: self.with_findings(
+                fleet.image(self.store, self.cache, q(r, "name")), "image", r),
+            "triage": lambda r: self.triage_page(r),
         }
+
+    def with_findings(self, data: dict[str, Any], kind: str, r: Request) -> dict[str, Any]:
+        """A host or image page with its findings (triage applied) and their trend."""
+        sid = data["scan_id"] if kind == "image" else data["scans"][0]["id"]
+        result = self.cache.scans(self.store, [sid])[sid]
+        table = triage.active(self.store)
+        return {**data, "findings": findings.rows(result, table, findings.params_of(
+            r.query_params)), "trend": findings.trend(self.store, kind, data["subject"]),
+            "kind": kind}
+
+    def triage_page(self, r: Request) -> dict[str, Any]:
+        comp, vuln = _q(r, "component"), _q(r, "vulnerability").upper()
+        rows = [a.to_dict() for a in triage.all_analyses(self.store)]
+        current = next((a for a in rows if (a["component"], a["vulnerability"])
+                        == (comp, vuln)), None)
+        return {"component": comp, "vulnerability": vuln, "next": _q(r, "next"),
+                "current": current, "analyses": rows, "states": list(triage.STATES),
+                "justifications": list(triage.JUSTIFICATIONS)}
+
+
+def _here(request: Request) -> str:
+    """This page as a relative link (``image?name=...``), to come back to after a write."""
+    path = request.url.path.rsplit("/", 1)[-1] or "./"
+    return path + (f"?{request.url.query}" if request.url.query else "")
 
 
 def _q(request: Request, key: str) -> str:
@@ -199,6 +234,7 @@ _DOCS = {
     "cell": "One matrix cell: the verdict of an image on a host GPU kind, with its reasons.",
     "host": "One host: GPUs, driver, firmware, images on the node, probe history, drift.",
     "image": "One image: stack, layers, findings, SASS/PTX/gfx coverage per GPU kind.",
+    "triage": "The recorded analyses (triage), and the one of a component and vulnerability.",
 }
 _PARAMS = {
     "search": [("component", "Package or GPU product name (cudnn)"),
@@ -210,7 +246,11 @@ _PARAMS = {
     "advisory": [("id", "Advisory id or CVE")],
     "cell": [("image", "Image subject (name:tag)"), ("gpu", "GPU kind key (see /api/matrix)")],
     "host": [("name", "Host name")],
-    "image": [("name", "Image subject (name:tag)")],
+    "image": [("name", "Image subject (name:tag)"), ("q", "Findings: CVE, advisory or "
+              "component"), ("severity", "Findings of a severity"), ("status", "Findings of "
+              "a status"), ("sort", "severity, vulnerability, component, status or path")],
+    "triage": [("component", "Component (purl without qualifiers)"),
+               ("vulnerability", "Vulnerability id")],
 }
 
 
@@ -219,7 +259,8 @@ def _doc(name: str) -> str:
     if name in _PARAMS:
         lines.append("parameters:")
         for pname, text in _PARAMS[name]:
-            req = "true" if name in ("advisory", "cell", "host", "image") else "false"
+            req = "true" if name in ("advisory", "cell", "host", "image") and pname in (
+                "id", "image", "gpu", "name") else "false"
             lines += [f"  - name: {pname}", "    in: query", f"    required: {req}",
                       f"    description: {text!r}", "    schema: {type: string}"]
     lines += ["responses:", "  '200': {description: 'The page data (JSON)'}",
@@ -229,9 +270,11 @@ def _doc(name: str) -> str:
     return "\n".join(lines)
 
 
-def create_app(url: str | None, *, token: str | None = None, adb: Any = None) -> ASGIApp:
-    """The dashboard over the inventory at ``url``; ``token``: required on every request."""
-    dash = Dashboard(url, adb=adb)
+def create_app(url: str | None, *, token: str | None = None, adb: Any = None,
+               write_token: str | None = None) -> ASGIApp:
+    """The dashboard over the inventory at ``url``; ``token``: required on every request;
+    ``write_token``: enables triage (signed-in sessions, CSRF-checked forms)."""
+    dash = Dashboard(url, adb=adb, write_token=write_token)
     routes: list[Any] = []
     paths = {"overview": "/"}
     for name, build in dash.builders().items():
@@ -255,6 +298,7 @@ def create_app(url: str | None, *, token: str | None = None, adb: Any = None) ->
             return PlainTextResponse("metrics unavailable (see the server log)\n", 500)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    routes += _write_routes(dash)
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"], include_in_schema=False),
         Route("/metrics", metrics, methods=["GET"], include_in_schema=False),
@@ -263,6 +307,47 @@ def create_app(url: str | None, *, token: str | None = None, adb: Any = None) ->
     app = Starlette(routes=routes)
     app.state.dashboard = dash
     return Guard(app, token)
+
+
+def _write_routes(dash: Dashboard) -> list[Any]:
+    w = dash.writes
+
+    async def post(request: Request) -> Response:
+        try:
+            fields = await w.form(request)
+            name = request.url.path.rsplit("/", 1)[-1]
+            if name == "login":
+                return w.login(request, fields)
+            if name == "logout":
+                return w.logout(request, fields)
+            resp = writes.record(dash.store, w, request, fields)
+        except (UsageError, ValueError) as exc:
+            return PlainTextResponse(f"400 bad request: {exc}\n", status_code=400)
+        except Exception:  # noqa: BLE001 - a request handler: logged with its traceback, 500
+            log.exception("write failed")
+            return PlainTextResponse("internal error (see the server log)\n", 500)
+        if resp.status_code == 303:
+            dash.cache = pages.Cache()  # pages show the analyses: rebuild them
+        return resp
+
+    def login_page(request: Request) -> Response:
+        return dash.html("login.html", request, {"next": _q(request, "next")})
+
+    def download(request: Request) -> Response:
+        try:
+            if request.url.path.endswith("/vex"):
+                return writes.vex(dash.store, _q(request, "format") or "openvex")
+            return writes.sbom(dash.store, dash.cache, _q(request, "kind"), _q(request, "name"),
+                               _q(request, "format") or "cyclonedx")
+        except (InputError, UsageError) as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=_error_status(exc))
+
+    return [Route("/triage", post, methods=["POST"], include_in_schema=False),
+            Route("/login", post, methods=["POST"], include_in_schema=False),
+            Route("/logout", post, methods=["POST"], include_in_schema=False),
+            Route("/login", login_page, methods=["GET"], include_in_schema=False),
+            Route("/sbom", download, methods=["GET"], include_in_schema=False),
+            Route("/vex", download, methods=["GET"], include_in_schema=False)]
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -275,27 +360,62 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def read_token(path: str) -> str:
+def read_token(path: str, option: str = "--auth-token-file") -> str:
     try:
         token = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise InputError(f"--auth-token-file {path}: cannot read: {exc.strerror}") from None
+        raise InputError(f"{option} {path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise InputError(f"--auth-token-file {path}: not UTF-8 text") from None
+        raise InputError(f"{option} {path}: not UTF-8 text") from None
     if not token or "\n" in token:
-        raise InputError(f"--auth-token-file {path}: put one token (one line, not empty) in it")
+        raise InputError(f"{option} {path}: put one token (one line, not empty) in it")
     return token
 
 
-def serve(url: str | None, *, bind: str = "127.0.0.1:8080", token_file: str | None = None
-          ) -> None:
+#: how often ``serve`` runs the configured retention
+RETENTION_SECONDS = 3600.0
+
+
+def start_retention(store: Any) -> Any:
+    """The retention policy (``inventory_keep_days`` / ``inventory_keep_last``) run by a
+    daemon thread every hour while the dashboard serves; none configured: no thread."""
+    import threading
+
+    from ... import settings
+
+    days, last = settings.raw("inventory_keep_days"), settings.raw("inventory_keep_last")
+    if not (days.strip() or last.strip()):
+        return None
+    keep_days = int(days) if days.strip() else None
+    keep_last = int(last) if last.strip() else None
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                r = store.prune(keep_days=keep_days, keep_last=keep_last)
+                if r.scans:
+                    print(f"gpusbom inventory: retention pruned {r.scans} scan(s)",
+                          file=sys.stderr)
+            except Exception as exc:  # noqa: BLE001 - the server keeps serving; said once per run
+                print(f"gpusbom inventory: warning: retention: {exc}", file=sys.stderr)
+            stop.wait(RETENTION_SECONDS)
+
+    threading.Thread(target=run, name="gpusbom-retention", daemon=True).start()
+    return stop
+
+
+def serve(url: str | None, *, bind: str = "127.0.0.1:8080", token_file: str | None = None,
+          write_token_file: str | None = None) -> None:
     import ipaddress
 
     import uvicorn
 
     host, port = parse_bind(bind)
     token = read_token(token_file) if token_file else None
-    app = create_app(url, token=token)
+    write_token = read_token(write_token_file, "--write-token-file") \
+        if write_token_file else None
+    app = create_app(url, token=token, write_token=write_token)
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -305,5 +425,6 @@ def serve(url: str | None, *, bind: str = "127.0.0.1:8080", token_file: str | No
               "reach it sees the inventory", file=sys.stderr)
     print(f"gpusbom inventory dashboard on http://{bind.strip()}/ ("
           f"{app.app.state.dashboard.store.display_url})", file=sys.stderr)  # type: ignore[attr-defined]
+    start_retention(app.app.state.dashboard.store)  # type: ignore[attr-defined]
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False,
                 proxy_headers=False, access_log=False)

@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 from ...compat import GpuTarget, evaluate_platform, platforms_from_host
-from ...compat.evaluate import FAIL, JIT, RUNS
+from ...compat.states import FAIL, JIT, RUNS, STATES
 from ...errors import InputError
 from ...model import Component, ComponentType, ScanResult, Target
 from ..store import Store
 from .pages import Cache, stacks_of
 
-VERDICT_ORDER = (RUNS, JIT, FAIL)
+VERDICT_ORDER = STATES
 
 
 def platform_key(p: GpuTarget) -> str:
@@ -29,55 +29,64 @@ def platform_key(p: GpuTarget) -> str:
                      p.rocm_kmd or ""))
 
 
-def _driver_rows(conn: Any, ids: Any) -> Any:
+def _driver_rows(conn: Any, sets: Any) -> Any:
+    """The driver components of the component sets ``sets`` (a subquery of set ids; each
+    filter an indexed column)."""
     from sqlalchemy import or_, select
 
     from ..schema import components
 
-    return conn.execute(select(components.c.scan_id, components.c.name, components.c.version,
-                               components.c.type, components.c.properties).where(
-        components.c.scan_id.in_(ids), or_(
+    return conn.execute(select(components.c.set_id, components.c.name,
+                               components.c.version, components.c.type,
+                               components.c.properties).where(
+        components.c.set_id.in_(sets), or_(
             components.c.type == ComponentType.DEVICE_DRIVER.value,
             components.c.product == "libcuda", components.c.name == "amdgpu-dkms")))
 
 
 def host_platforms(store: Store, cache: Cache) -> dict[str, tuple[GpuTarget, list[str]]]:
-    """GPU kind key -> (platform without host, hosts), from the latest host scans' rows."""
+    """GPU kind key -> (platform without host, hosts), from the latest host scans' rows.
+    Hosts of one component set have the same GPUs and driver: the platforms are computed
+    once per distinct set (a fleet of 10,000 identical nodes: one) and the hosts mapped
+    onto them from ``latest``."""
     from sqlalchemy import select
 
-    from ..schema import devices, scans
+    from ..schema import devices, latest
 
-    latest = store.latest_scan_ids()
     with store.engine.connect() as conn:
-        hosts = {sid: subj for sid, subj in conn.execute(select(scans.c.id, scans.c.subject)
-                 .where(scans.c.id.in_(latest), scans.c.kind == "host"))}
-        key = ("platforms", tuple(sorted(hosts)))
-        hit = cache.get(key)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
-        comps: dict[str, list[Component]] = {sid: [] for sid in hosts}
-        for r in conn.execute(select(devices.c.scan_id, devices.c.model, devices.c.properties)
-                              .where(devices.c.scan_id.in_(latest))
-                              .order_by(devices.c.scan_id, devices.c.idx)):
-            if r.scan_id in comps:
-                comps[r.scan_id].append(Component(name=r.model or "GPU", version=None,
-                                                  type=ComponentType.DEVICE,
-                                                  properties=dict(r.properties or {})))
-        for r in _driver_rows(conn, latest):
-            if r.scan_id in comps:
-                comps[r.scan_id].append(Component(name=r.name, version=r.version,
-                                                  type=ComponentType(r.type),
-                                                  properties=dict(r.properties or {})))
+        hosts = conn.execute(select(latest.c.subject, latest.c.cset)
+                             .where(latest.c.kind == "host")
+                             .order_by(latest.c.subject)).all()
+        sets = select(latest.c.cset).where(latest.c.kind == "host").distinct()
+        comps: dict[str, list[Component]] = {}
+        for r in conn.execute(select(devices.c.set_id, devices.c.model, devices.c.properties)
+                              .where(devices.c.set_id.in_(sets))
+                              .order_by(devices.c.set_id, devices.c.idx)):
+            comps.setdefault(r.set_id, []).append(Component(
+                name=r.model or "GPU", version=None, type=ComponentType.DEVICE,
+                properties=dict(r.properties or {})))
+        for r in _driver_rows(conn, sets):
+            comps.setdefault(r.set_id, []).append(Component(
+                name=r.name, version=r.version, type=ComponentType(r.type),
+                properties=dict(r.properties or {})))
+    per_set: dict[str, list[tuple[str, GpuTarget]]] = {}
+    for cset in {c for _, c in hosts}:
+        hit = cache.get(("platforms", cset))
+        if hit is None:
+            mini = ScanResult(target=Target(kind="host", reference="host", name="host"),
+                              components=comps.get(cset, []))
+            hit = []
+            for p in platforms_from_host(mini):
+                base = replace(p, host=None, evidence=(), gpu=replace(p.gpu, count=1,
+                                                                      addresses=()))
+                hit.append((platform_key(base), base))
+            cache.put(("platforms", cset), hit)
+        per_set[cset] = hit
     out: dict[str, tuple[GpuTarget, list[str]]] = {}
-    for sid, subj in sorted(hosts.items(), key=lambda kv: kv[1]):
-        mini = ScanResult(target=Target(kind="host", reference=subj, name=subj),
-                          components=comps[sid])
-        for p in platforms_from_host(mini):
-            base = replace(p, host=None, evidence=(), gpu=replace(p.gpu, count=1,
-                                                                  addresses=()))
-            k = platform_key(base)
+    for subj, cset in hosts:
+        for k, base in per_set[cset]:
             out.setdefault(k, (base, []))[1].append(subj)
-    return cache.put(key, dict(sorted(out.items(), key=lambda kv: kv[1][0].name)))  # type: ignore[no-any-return]
+    return dict(sorted(out.items(), key=lambda kv: kv[1][0].name))
 
 
 def _latest_images(store: Store) -> list[Any]:
@@ -108,10 +117,12 @@ def matrix(store: Store, cache: Cache) -> dict[str, Any]:
         cells = []
         for k, (p, _h) in plats.items():
             v = _verdict(cache, img, s.id, k, p)
-            first = next((r for r in v.reasons if v.verdict == RUNS or FAIL in r or "JIT" in r
-                          or "fail" in r.lower()), v.reasons[0] if v.reasons else "")
+            bad = [lib for lib in v.failing if lib.file]
+            first = bad[0].reason if bad else next(
+                (r for r in v.reasons if v.verdict == RUNS or FAIL in r or JIT in r
+                 or "fail" in r.lower()), v.reasons[0] if v.reasons else "")
             cells.append({"gpu": k, "verdict": v.verdict, "reason": first,
-                          "summary": v.summary()})
+                          "file": bad[0].file if bad else None, "summary": v.summary()})
         rows.append({"image": s.subject, "kind": s.kind, "scan_id": s.id, "cells": cells})
     counts = {x: sum(1 for r in rows for c in r["cells"] if c["verdict"] == x)
               for x in VERDICT_ORDER}
@@ -132,7 +143,10 @@ def cell(store: Store, cache: Cache, image: str, gpu: str) -> dict[str, Any]:
             "hosts": hosts[:200], "host_count": len(hosts), "verdict": v.verdict,
             "reasons": list(v.reasons), "evidence": list(v.evidence[:50]),
             "libraries": [{"name": lib.name, "kind": lib.kind, "verdict": lib.verdict,
-                           "reason": lib.reason} for lib in v.libraries],
+                           "reason": lib.reason, "file": lib.file,
+                           "targets": lib.targets} for lib in v.libraries],
+            "failing": [{"file": lib.file, "verdict": lib.verdict, "targets": lib.targets,
+                         "reason": lib.reason} for lib in v.failing if lib.file],
             "summary": v.summary()}
 
 
@@ -216,13 +230,12 @@ def image(store: Store, cache: Cache, name: str) -> dict[str, Any]:
                  "fixed_version": f.advisory.fixed_version if f.advisory else None}
                 for f in r.findings][:1000]
     code = []
-    for c in r.components:
-        p = c.properties
-        if p.get("cuda:sass") or p.get("cuda:ptx") or p.get("hip:gfx") or p.get("hip:targets"):
-            code.append({"name": c.name, "version": c.version,
-                         "sass": p.get("cuda:sass"), "ptx": p.get("cuda:ptx"),
-                         "gfx": p.get("hip:gfx") or p.get("hip:targets"),
-                         "path": next((e.path for e in c.evidence if e.path), None)})
+    for c in r.components:  # one row per file with device code (the package's own union:
+        for d in c.device_code:  # a summary, not shown here)
+            t = d.targets
+            code.append({"name": c.name, "version": c.version, "sass": t.get("cuda:sass"),
+                         "ptx": t.get("cuda:ptx"), "gfx": t.get("hip:gfx") or t.get(
+                             "hip:targets"), "path": d.path})
     coverage = []
     for k, (plat, hosts) in host_platforms(store, cache).items():
         v = _verdict(cache, r, s.id, k, plat)

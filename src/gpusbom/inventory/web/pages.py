@@ -68,16 +68,12 @@ class Cache:
         return out
 
 
-def inventory_version(store: Store) -> tuple[int, str]:
-    """Changes whenever a scan is stored (or removed): the key of computed pages that
-    depend on every latest scan (an advisory re-matched over the fleet)."""
-    from sqlalchemy import func, select
-
-    from ..schema import scans
-
-    with store.engine.connect() as conn:
-        n, last = conn.execute(select(func.count(), func.max(scans.c.ingested_at))).one()
-    return int(n), str(last or "")
+def inventory_version(store: Store) -> int:
+    """Changes whenever a scan is stored or removed, findings are re-matched or a triage
+    decision is written: the key of computed pages that depend on every latest scan (an
+    advisory re-matched over the fleet). One row read (the change counter), not a count
+    over the scans."""
+    return store.change_count()
 
 
 def stacks_of(stack_text: str | None) -> list[str]:
@@ -115,7 +111,9 @@ def advisory_db_info(adb: Any) -> dict[str, Any]:
             when = _dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
             if when.tzinfo is None:
                 when = when.replace(tzinfo=_dt.timezone.utc)
-            age = max(0, (_dt.datetime.now(_dt.timezone.utc) - when).days)
+            from ...clock import now as _clock_now
+
+            age = max(0, (_clock_now() - when).days)
         except ValueError:
             age = None
     return {"source": adb.source, "built": adb.built, "newest": adb.newest,
@@ -144,49 +142,61 @@ def _overview(store: Store) -> dict[str, Any]:
     table ingest keeps (devices carry their driver version; findings are read as the
     per-scan counts stored at ingest): no stored component or finding row is read, so a
     fleet of thousands of hosts with years of scans stays fast."""
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
-    from ..schema import affected_advisories, devices, finding_counts, latest, probes, scans
+    from ..schema import affected_advisories, devices, finding_counts, latest, probes
 
-    def of_latest(table: Any) -> Any:
-        return latest.join(table, table.c.scan_id == latest.c.scan_id)
+    def of_sets(table: Any, col: Any) -> Any:
+        # the rows of the sets the latest scans reference, each set read once (hosts that
+        # share a set share its rows: mapped below through latest)
+        return table.c.set_id.in_(select(col).distinct())
 
     with store.engine.connect() as conn:
-        rows = list(conn.execute(select(scans.c.id, scans.c.kind, scans.c.subject, scans.c.ts,
-                                        scans.c.stack_text, scans.c.components,
-                                        scans.c.digest).select_from(
-            latest.join(scans, scans.c.id == latest.c.scan_id))
+        rows = list(conn.execute(select(latest.c.id, latest.c.kind, latest.c.subject,
+                                        latest.c.ts, latest.c.stack_text, latest.c.components,
+                                        latest.c.digest, latest.c.n_scans, latest.c.cset,
+                                        latest.c.fset, latest.c.pset)
                                  .order_by(latest.c.kind, latest.c.subject)))
-        n_scans = {(k, sub): n for k, sub, n in conn.execute(
-            select(scans.c.kind, scans.c.subject, func.count()).group_by(scans.c.kind,
-                                                                         scans.c.subject))}
-        gpus: dict[str, list[str]] = {}
-        drivers: dict[str, set[str]] = {}
-        for r in conn.execute(select(devices.c.scan_id, devices.c.model, devices.c.pci_address,
+        n_scans = {(r.kind, r.subject): r.n_scans for r in rows}
+        set_gpus: dict[str, list[str]] = {}
+        set_drivers: dict[str, set[str]] = {}
+        for r in conn.execute(select(devices.c.set_id, devices.c.model, devices.c.pci_address,
                                      devices.c.compute_capability, devices.c.kernel_driver,
-                                     devices.c.driver_version).select_from(of_latest(devices))
-                              .order_by(devices.c.scan_id, devices.c.idx)):
+                                     devices.c.driver_version)
+                              .where(of_sets(devices, latest.c.cset))
+                              .order_by(devices.c.set_id, devices.c.idx)):
             bits = ", ".join(x for x in (r.pci_address, r.compute_capability and
                                          f"cc {r.compute_capability}") if x)
-            gpus.setdefault(r.scan_id, []).append(f"{r.model} ({bits})" if bits else r.model)
+            set_gpus.setdefault(r.set_id, []).append(f"{r.model} ({bits})" if bits
+                                                     else r.model)
             if r.kernel_driver:
-                drivers.setdefault(r.scan_id, set()).add(
+                set_drivers.setdefault(r.set_id, set()).add(
                     f"{r.kernel_driver} {r.driver_version or '?'}")
-        sev: dict[str, dict[str, int]] = {}
-        for sid, severity, n in conn.execute(
-                select(finding_counts.c.scan_id, finding_counts.c.severity, finding_counts.c.n)
-                .select_from(of_latest(finding_counts))):
-            sev.setdefault(sid, {})[severity] = n
-        outcomes: dict[str, set[str]] = {}
-        for sid, outcome in conn.execute(select(probes.c.scan_id, probes.c.outcome)
-                                         .select_from(of_latest(probes)).distinct()):
-            outcomes.setdefault(sid, set()).add(outcome)
-        # hosts and images whose latest scan has a finding the advisory affects
-        hits = func.count().label("hits")
-        touched = [{"advisory": a, "subjects": n} for a, n in conn.execute(
-            select(affected_advisories.c.advisory, hits).select_from(
-                of_latest(affected_advisories)).group_by(affected_advisories.c.advisory)
-            .order_by(hits.desc(), affected_advisories.c.advisory).limit(50))]
+        set_sev: dict[str, dict[str, int]] = {}
+        for fset, severity, n in conn.execute(
+                select(finding_counts.c.set_id, finding_counts.c.severity, finding_counts.c.n)
+                .where(of_sets(finding_counts, latest.c.fset))):
+            set_sev.setdefault(fset, {})[severity] = n
+        set_outcomes: dict[str, set[str]] = {}
+        for pset, outcome in conn.execute(select(probes.c.set_id, probes.c.outcome)
+                                          .where(of_sets(probes, latest.c.pset)).distinct()):
+            set_outcomes.setdefault(pset, set()).add(outcome)
+        set_advs: dict[str, list[str]] = {}
+        for fset, adv in conn.execute(select(affected_advisories.c.set_id,
+                                             affected_advisories.c.advisory)
+                                      .where(of_sets(affected_advisories, latest.c.fset))):
+            set_advs.setdefault(fset, []).append(adv)
+    gpus = {r.id: set_gpus.get(r.cset, []) for r in rows}
+    drivers = {r.id: set_drivers[r.cset] for r in rows if r.cset in set_drivers}
+    sev = {r.id: set_sev[r.fset] for r in rows if r.fset in set_sev}
+    outcomes = {r.id: set_outcomes[r.pset] for r in rows if r.pset in set_outcomes}
+    # hosts and images whose latest scan has a finding the advisory affects
+    hits: Counter[str] = Counter()
+    for r in rows:
+        for adv in set_advs.get(r.fset, ()):
+            hits[adv] += 1
+    touched = [{"advisory": a, "subjects": n} for a, n in sorted(
+        hits.items(), key=lambda kv: (-kv[1], kv[0]))[:50]]
     hosts = [r for r in rows if r.kind == "host"]
     images = [r for r in rows if r.kind != "host"]
     by_model: Counter[str] = Counter()
@@ -296,8 +306,8 @@ def advisories(store: Store, adb: Any) -> dict[str, Any]:
     with store.engine.connect() as conn:
         seen = dict(conn.execute(select(affected_advisories.c.advisory, func.count())
                                  .select_from(latest.join(affected_advisories,
-                                                          affected_advisories.c.scan_id
-                                                          == latest.c.scan_id))
+                                                          affected_advisories.c.set_id
+                                                          == latest.c.fset))
                                  .group_by(affected_advisories.c.advisory)).all())
     rows = []
     for a in adb:
@@ -332,7 +342,7 @@ def advisory(store: Store, adb: Any, ident: str, cache: Cache | None = None) -> 
 def _advisory(store: Store, adb: Any, adv: Any) -> dict[str, Any]:
     from sqlalchemy import select
 
-    from ..schema import findings, scans
+    from ..schema import findings, latest
 
     rows = store.affected(adb, adv.id, include_review=True)
     out = [{"kind": r.kind, "subject": r.subject, "vulnerability": r.vulnerability,
@@ -341,12 +351,11 @@ def _advisory(store: Store, adb: Any, adv: Any) -> dict[str, Any]:
             "scan_id": r.scan_id} for r in rows]
     cves = {v.id for v in adv.vulnerabilities}
     with store.engine.connect() as conn:
-        stmt = select(scans.c.kind, scans.c.subject, scans.c.id, findings.c.rule_id,
+        stmt = select(latest.c.kind, latest.c.subject, latest.c.id, findings.c.rule_id,
                       findings.c.component_ref, findings.c.installed_version,
                       findings.c.fixed_version, findings.c.severity).select_from(
-            findings.join(scans, scans.c.id == findings.c.scan_id)).where(
-            findings.c.scan_id.in_(store.latest_scan_ids()), findings.c.advisory == adv.id,
-            findings.c.status == "not-affected")
+            findings.join(latest, latest.c.fset == findings.c.set_id)).where(
+            findings.c.advisory == adv.id, findings.c.status == "not-affected")
         for r in conn.execute(stmt):
             vuln = next((c for c in cves if c in r.rule_id), r.rule_id or "")
             out.append({"kind": r.kind, "subject": r.subject, "vulnerability": vuln,

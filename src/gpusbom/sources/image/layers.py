@@ -11,6 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, BinaryIO
 
+from ... import settings
 from ...errors import DigestMismatchError, GpusbomError
 from ...fsview.layer import read_layer
 from ...fsview.types import LayerIndex
@@ -79,7 +80,7 @@ def finish_layer(li: LayerIndex, layer: LayerPlan, where: str) -> LayerIndex:
 def layer_workers() -> int:
     """Layers read at once. Each layer is inflated in its own thread, which releases the
     GIL, so a second layer in flight uses a second core; ``GPUSBOM_LAYER_WORKERS`` overrides."""
-    env = os.environ.get("GPUSBOM_LAYER_WORKERS", "")
+    env = settings.raw("layer_workers")
     if env.isdigit() and int(env) > 0:
         return int(env)
     return max(1, min(3, os.cpu_count() or 1))
@@ -94,7 +95,7 @@ def layer_processes(store: BlobStore, total: int) -> int:
     cores; ``GPUSBOM_LAYER_PROCESSES`` (a number, or 0 for none) overrides."""
     if total <= 1 or not getattr(store, "fork_safe", False) or not hasattr(os, "fork"):
         return 0
-    env = os.environ.get("GPUSBOM_LAYER_PROCESSES", "")
+    env = settings.raw("layer_processes")
     if env.isdigit():
         return min(int(env), total)
     cpus = usable_cpus()
@@ -347,8 +348,8 @@ def _read_layer_in_child(i: int) -> LayerIndex:
         progress=NullProgress(),
         platform=ctx.platform,
     )
-    debug = os.environ.get("GPUSBOM_DEBUG_INFLATE")
-    prof_dir = os.environ.get("GPUSBOM_DEBUG_PROFILE")
+    debug = settings.get("debug_inflate")
+    prof_dir = (settings.raw("debug_profile") or None)
     prof: Any = None
     if debug:
         import resource
@@ -444,7 +445,7 @@ def read_layers_forked(
         pool.close()
         if hasattr(ctx.spool, "bytes"):
             ctx.spool.bytes = int(counter.value)
-        if os.environ.get("GPUSBOM_DEBUG_INFLATE"):
+        if settings.get("debug_inflate"):
             _debug_phase(time.perf_counter() - _FORK_T0)
         return [got[i] for i in range(total)]
     except BaseException:

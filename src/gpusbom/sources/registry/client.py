@@ -215,8 +215,10 @@ class RegistryClient:
         stream: bool = False,
         ok: tuple[int, ...] = (200,),
         not_found: Callable[[str], InputError] | None = None,
+        data: bytes | None = None,
     ) -> requests.Response:
-        """``method`` ``path``; authenticates on 401 and retries 429 / 5xx / dropped connections."""
+        """``method`` ``path`` (with body ``data``: a push); authenticates on 401 and retries
+        429 / 5xx / dropped connections."""
         import requests
 
         url = self.base() + path
@@ -235,6 +237,7 @@ class RegistryClient:
                     url,
                     headers=h,
                     stream=stream,
+                    data=data,
                     timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
                 )
             except requests.exceptions.SSLError as e:
@@ -379,7 +382,8 @@ class RegistryClient:
         if not usable or realm is None:
             raise RegistryError(f"{self.label}: bearer challenge without a usable realm")
         realm_host = normalize_host(urlsplit(realm).netloc)
-        scope = f"repository:{self.ref.repository}:pull"
+        # the challenge names the scope a push needs (pull,push); a read asks for pull
+        scope = params.get("scope") or f"repository:{self.ref.repository}:pull"
         query: dict[str, str] = {"scope": scope}
         if params.get("service"):
             query["service"] = params["service"]

@@ -68,6 +68,8 @@ class RegistryOptions:
     docker_config: str | None = (
         None  # directory holding config.json; None: $DOCKER_CONFIG / ~/.docker
     )
+    #: read the image's OCI referrers (attached SBOMs, VEX, attestations; ``referrers``)
+    attachments: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.password, str):
@@ -155,9 +157,22 @@ def run_credential_helper(name: str, server: str, secrets: list[str]) -> Credent
 
 
 def load_credentials(registry: str, opts: RegistryOptions) -> Credentials | None:
-    """Credentials for ``registry``: the options', else the Docker config's (helpers first)."""
+    """Credentials for ``registry``: the options', else the Docker config's (helpers first),
+    else, for NGC's registry, ``$oauthtoken`` and the NGC API key (``ngc``)."""
     if opts.username is not None and opts.password is not None:
         return Credentials(opts.username, opts.password, origin="--username")
+    found = _docker_config_credentials(registry, opts)
+    if found is not None:
+        return found
+    from .ngc import NGC_USER, ngc_settings
+
+    ngc = ngc_settings()
+    if ngc.api_key and ngc.is_ngc(registry):
+        return Credentials(NGC_USER, Secret(ngc.api_key), origin=ngc.key_origin)
+    return None
+
+
+def _docker_config_credentials(registry: str, opts: RegistryOptions) -> Credentials | None:
     path = os.path.join(docker_config_dir(opts.docker_config), "config.json")
     try:
         with open(path, "rb") as f:
