@@ -42,12 +42,15 @@ PARSE_ERRORS: tuple[type[Exception], ...] = (*VIEW_ERRORS, ValueError, LookupErr
 class PremadeParser:
     """One kind of result a walk worker may make: for a captured file whose path ``wants``
     accepts, ``parse(path, content)`` is kept under ``(kind, path)``; a parse that raises
-    one of ``errors`` is skipped (the collector parses the file again and reports it)."""
+    one of ``errors`` is skipped (the collector parses the file again and reports it).
+    ``returns``: the classes whose instances a result may hold besides plain values (the
+    only ones the parent may read back from a worker: ``gpusbom._wire``)."""
 
     kind: str
     wants: Callable[[str], bool]
     parse: Callable[[str, ContentRef], Any]
     errors: tuple[type[Exception], ...] = PARSE_ERRORS
+    returns: tuple[type, ...] = ()
 
 
 def text_of(content: ContentRef) -> str:

@@ -467,6 +467,6 @@ PREMADE = (
                   lambda p: p.startswith(INFO + "/") and p.endswith(".md5sums"),
                   lambda p, c: own_rows("md5sums", text_of(c), "/")),
     PremadeParser("dpkg-list", lambda p: p.startswith(INFO + "/") and p.endswith(".list"),
-                  lambda p, c: GroupedPaths.of(parse_dpkg_list(c.read()))),
-    PremadeParser("dpkg-status", lambda p: p == STATUS, _status),
+                  lambda p, c: GroupedPaths.of(parse_dpkg_list(c.read())), returns=(GroupedPaths,)),
+    PremadeParser("dpkg-status", lambda p: p == STATUS, _status, returns=(DebPackage,)),
 )

@@ -350,10 +350,11 @@ PREMADE = (
     # metadata (Debian's python3-* packages install eggs)
     PremadeParser("py-metadata",
                   lambda p: p.endswith((".dist-info/METADATA", ".egg-info/PKG-INFO", ".egg-info")),
-                  lambda p, c: parse_core_metadata(text_of(c))),
+                  lambda p, c: parse_core_metadata(text_of(c)), returns=(PyDistribution,)),
     PremadeParser("py-installer", lambda p: p.endswith(".dist-info/INSTALLER"),
                   lambda p, c: (installer_name(text_of(c)),)),
     # grouped by directory: claimed per directory (collectors/base.py)
     PremadeParser("py-record", lambda p: p.endswith(".dist-info/RECORD"),
-                  lambda p, c: GroupedPaths.of(parse_record(text_of(c), record_base(p)))),
+                  lambda p, c: GroupedPaths.of(parse_record(text_of(c), record_base(p))),
+                  returns=(GroupedPaths,)),
 )

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .. import _wire
+
 _T = TypeVar("_T")
+#: what the query process's answer may name: plain data only
+_NO_CLASSES = _wire.allow(())
 
 ARCHITECTURES = {
     2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
@@ -68,7 +71,8 @@ def query_beside() -> Callable[[], tuple[dict[str, Any] | None, str | None]]:
 
 def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T]:
     """``fn()`` run in a forked process, started now; the returned function waits for its
-    value (pickled back through a pipe) or raises what it raised; ``died(wait status)`` when
+    value (plain data back through a pipe, read by ``gpusbom._wire``: it can name no class)
+    or raises what it raised (a builtin or gpusbom error; any other as a RuntimeError); ``died(wait status)`` when
     the process ended without an answer. Without ``fork`` (or a pipe or a process to
     spare), ``fn`` runs when its value is asked for."""
     try:
@@ -88,9 +92,9 @@ def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T
             try:
                 payload: tuple[str, Any] = ("ok", fn())
             except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
-                payload = ("error", exc)
+                payload = ("error", _wire.portable(exc))
             try:
-                data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+                data = _wire.dumps(payload)
             except Exception:  # noqa: BLE001 - not picklable: the parent hears nothing
                 data, code = b"", 1
             view = memoryview(data)
@@ -116,7 +120,10 @@ def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T
         data = b"".join(chunks)
         if not data:
             return died(status)
-        kind, value = pickle.loads(data)  # noqa: S301 - our own fork
+        try:
+            kind, value = _wire.loads(data, _NO_CLASSES)
+        except (_wire.WireError, TypeError, ValueError):
+            return died(status)
         if kind == "error":
             raise value
         return value  # type: ignore[no-any-return]

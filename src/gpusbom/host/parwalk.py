@@ -7,7 +7,7 @@ name test, a stat and an ``Entry`` per directory, the read of each matched file)
 subdirectories it meets (``_HostWalker.defer``), until the pieces are small; forked workers
 then take those directories one at a time from a queue (a pipe of fixed-size records, so a
 busy worker never holds up an idle one), walk each whole, and send back the entries they
-kept (pickled, through a pipe per worker). The parent merges them into one dict: entries
+kept (through a pipe per worker, read back by ``gpusbom._wire``). The parent merges them into one dict: entries
 are keyed by path and everything that reads them sorts (``FsView``), so the result is the
 same whatever the order; the paths that could not be read are put back in the order the
 one-process walk meets them. A worker that fails sends its exception, raised again here; a
@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import errno
 import os
-import pickle
 import re
 import selectors
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import settings
+from .. import _wire, settings
 from ..errors import UnsafeArchiveError
 from ..fsview.types import ContentRef, Entry, EntryKind
 
@@ -265,11 +264,16 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
         return
     kind = {k.value: k for k in EntryKind}
     results: list[Any] = [None] * len(kids)
+    allowed = _allowed()
 
     def arrived(k: int, payload: bytes) -> None:
         # read back while the other workers still walk: the entries become Entry objects
         # here, the merge below only puts them in place (in task order)
-        res = results[k] = pickle.loads(payload) if payload else None  # noqa: S301 - our own forks
+        try:
+            res = _wire.loads(payload, allowed) if payload else None
+        except _wire.WireError:
+            res = None  # as a worker that died: the walk is redone in this process
+        results[k] = res
         if res is not None and res[0] == "ok":
             for i, (kept, unr, made) in res[1].items():
                 res[1][i] = ([_entry(t, kind) for t in kept], unr, made)
@@ -306,6 +310,14 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
             "matched files)")
     # the order the one-process walk meets them: by walk root, then depth-first by name
     walker.unreadable = sorted(unreadable, key=lambda p: (_root_of(roots, p), p.split("/")))
+
+
+def _allowed() -> dict[tuple[str, str], type]:
+    """The classes a worker's results may name (``gpusbom._wire``): those the premade parses
+    declare they return; entries travel as plain tuples (``_flat``)."""
+    from ..collectors import premade_parsers
+
+    return _wire.allow({c for p in premade_parsers() for c in p.returns})
 
 
 def _flat(e: Entry) -> tuple[Any, ...]:
@@ -394,9 +406,9 @@ def _worker(walker: _HostWalker, real_root: str, roots: list[str],
             count += walker.count
         payload: tuple[Any, ...] = ("ok", per_task, count, spool.bytes - spool.start)
     except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
-        payload = ("error", exc)
+        payload = ("error", _wire.portable(exc))
     try:
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _wire.dumps(payload)
     except Exception:  # noqa: BLE001 - an exception that does not pickle: the parent redoes it
         data, code = b"", 1
     try:

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import os
 import threading
+from array import array
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, BinaryIO
 
-from ... import settings
-from ...errors import DigestMismatchError, GpusbomError
+from ... import _wire, settings
+from ...errors import DigestMismatchError, GpusbomError, LayerError
 from ...fsview.layer import read_layer
-from ...fsview.types import LayerIndex
+from ...fsview.types import ContentRef, Entry, EntryKind, LayerIndex
 from ...model import LayerRef, Target
 from ..base import ReadContext
 from ..schedule import LayerSchedule, schedule_layers, usable_cpus
@@ -427,35 +428,65 @@ def read_layers_forked(
     )
     progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
     mp = multiprocessing.get_context("fork")
-    counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))
+    counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))  # shared memory, no pickle
     _FORK_JOB = (store, plan, ctx, counter, sched)
     import gc
 
+    from ...forkmap import WorkerLost, fork_map
+
     gc.freeze()  # the collector leaves inherited objects alone: fewer copied pages per worker
-    pool = mp.Pool(processes=procs)
     try:
         # largest first, handed out one at a time: small layers fill the gaps
         order = sched.order if sched is not None else list(range(total))
         got: dict[int, LayerIndex] = {}
-        for i, li in zip(order, pool.imap(_read_layer_in_child, order, chunksize=1), strict=False):
-            got[i] = li
-            size = plan.layers[i].size
-            if size:
-                progress.advance(size)
-        pool.close()
+        results = fork_map(_read_layer_in_child, order, procs, _LAYER_CLASSES,
+                           pack=_pack_layer, unpack=_unpack_layer)
+        try:
+            for i, li in results:
+                got[i] = li
+                size = plan.layers[i].size
+                if size:
+                    progress.advance(size)
+        except (WorkerLost, _wire.WireError) as e:
+            raise LayerError(f"{store.label}: a layer worker failed: {e}") from None
+        finally:
+            results.close()
         if hasattr(ctx.spool, "bytes"):
             ctx.spool.bytes = int(counter.value)
         if settings.get("debug_inflate"):
             _debug_phase(time.perf_counter() - _FORK_T0)
         return [got[i] for i in range(total)]
-    except BaseException:
-        pool.terminate()
-        raise
     finally:
-        pool.join()
         gc.unfreeze()
         _FORK_JOB = None
         progress.finish(total)
+
+
+#: what a layer worker's result may name (``gpusbom._wire``); its ``shadow_hashes`` array
+#: travels as bytes (``_pack_layer``), the analyzers' results are plain JSON-able values
+_LAYER_CLASSES = _wire.allow((LayerIndex, LayerRef, Entry, EntryKind, ContentRef))
+
+
+def _pack_layer(li: LayerIndex) -> tuple[LayerIndex, bytes]:
+    hashes = li.shadow_hashes
+    li.shadow_hashes = None  # type: ignore[assignment]  # sent apart, as bytes
+    try:
+        return replace(li), hashes.tobytes()
+    finally:
+        li.shadow_hashes = hashes
+
+
+def _unpack_layer(value: Any) -> LayerIndex:
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], LayerIndex)
+            and isinstance(value[1], bytes) and len(value[1]) % 8 == 0):
+        raise _wire.WireError("a layer worker's result is not a layer index")
+    li: LayerIndex = value[0]
+    raw: bytes = value[1]
+    if li.shadow_hashes is not None:
+        raise _wire.WireError("a layer worker's result carries its hashes twice")
+    li.shadow_hashes = array("q")
+    li.shadow_hashes.frombytes(raw)
+    return li
 
 
 def make_target(reference: str, scheme: str, plan: ImagePlan, layers: list[LayerIndex]) -> Target:
