@@ -13,6 +13,7 @@ An intended change of output: run ``scripts/update-goldens`` and review ``git di
 from __future__ import annotations
 
 import difflib
+import gzip
 import json
 import os
 import re
@@ -337,6 +338,25 @@ def _inventory(ctx: Ctx, request: pytest.FixtureRequest) -> None:
 # --- the test --------------------------------------------------------------------------------
 
 
+#: a golden larger than this is kept gzip-compressed (``NAME.gz``, no timestamp: the same text
+#: gives the same bytes); ``git diff`` shows its text with ``git config diff.gzip.textconv
+#: "gzip -dc"`` (``.gitattributes``)
+GZIP_OVER = 1 << 20
+
+
+def _write_golden(path: Path, text: str) -> None:
+    data = text.encode()
+    if len(data) > GZIP_OVER:
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, 9, mtime=0))
+    else:
+        path.write_bytes(data)
+
+
+def _read_golden(path: Path) -> str:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
+
+
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[Ctx]:
     (tmp_path / "fixtures").symlink_to(cache_root().resolve(), target_is_directory=True)
@@ -352,10 +372,10 @@ def test_golden(name: str, ctx: Ctx, request: pytest.FixtureRequest) -> None:
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
         for k, v in got.items():
-            (d / k).write_text(v)
+            _write_golden(d / k, v)
         return
     assert d.is_dir(), f"no goldens for {name}: run scripts/update-goldens and review git diff"
-    want = {p.name: p.read_text() for p in d.iterdir()}
+    want = {p.name.removesuffix(".gz"): _read_golden(p) for p in d.iterdir()}
     assert sorted(got) == sorted(want), f"{name}: output files differ from {d}"
     diffs = [k for k in sorted(got) if got[k] != want[k]]
     if diffs:
