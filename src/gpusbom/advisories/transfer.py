@@ -16,6 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .._checksum import verify_sha256
 from ..errors import InputError
 from .db import AdvisoryError, describe, load_active, load_bundle_text, load_bundled, user_db_path
 
@@ -50,17 +51,7 @@ def import_bundle(path: str, sha256: str | None = None) -> tuple[Path, int]:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    want = sha256
-    if want is None:
-        try:
-            want = Path(f"{path}.sha256").read_text(encoding="ascii").split()[0]
-        except (OSError, IndexError, UnicodeDecodeError):
-            raise InputError(f"{path}: no checksum: put {Path(path).name}.sha256 beside it "
-                             "or pass --sha256") from None
-    have = hashlib.sha256(data).hexdigest()
-    if have != want.strip().lower():
-        raise InputError(f"{path}: checksum mismatch (expected {want.strip()[:16]}..., "
-                         f"file {have[:16]}...); nothing imported")
+    verify_sha256(path, data, sha256)
     try:
         text = data.decode("utf-8")
         db = load_bundle_text(text, source=path)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from .._checksum import verify_sha256
 from ..errors import InputError
 from .active import clear, load_active, user_db_path
 from .database import MAX_DB_BYTES, FingerprintDB, FingerprintError, dumps, load_bytes
@@ -206,17 +207,7 @@ def import_db(path: str, sha256: str | None = None) -> tuple[Path, FingerprintDB
     if len(data) > MAX_DB_BYTES:  # bounded before anything else is done with it
         raise InputError(f"{path}: more than {MAX_DB_BYTES} bytes: not a fingerprint database; "
                          "nothing imported")
-    want = sha256
-    if want is None:
-        try:
-            want = Path(f"{path}.sha256").read_text(encoding="ascii").split()[0]
-        except (OSError, IndexError, UnicodeDecodeError):
-            raise InputError(f"{path}: no checksum: put {Path(path).name}.sha256 beside it "
-                             "or pass --sha256") from None
-    have = hashlib.sha256(data).hexdigest()
-    if have != want.strip().lower():
-        raise InputError(f"{path}: checksum mismatch (expected {want.strip()[:16]}..., "
-                         f"file {have[:16]}...); nothing imported")
+    verify_sha256(path, data, sha256)
     try:
         load_bytes(data, name=path)  # hostile input: bounded, JSON only, every row checked
     except FingerprintError as exc:
