@@ -217,3 +217,37 @@ def test_impossible_npp_version_is_never_reported(
     [rt] = [c for c in _named(doc, "cudart") if c["properties"].get("embedded-in") == APP]
     assert rt["version"] == _short(linked.truth["cudart"], 2)
     _never_impossible(doc)
+
+
+@pytest.mark.parametrize("where", ["bss", "nowhere"])
+def test_pointer_that_leads_nowhere_gives_no_words(
+    linked: static_link.Linked, tmp_path: Path, where: str
+) -> None:
+    """The getter's ``lea`` patched to point into ``.bss`` (zero until the program runs) or
+    past every section: no words are read, a note says why, and no NPP version is
+    reported."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    data = linked.app.read_bytes()
+    r = read_getter(io.BytesIO(data), "nppGetLibVersion", kind="pointer")
+    [cand] = r.candidates
+    assert r.address is not None
+    elf = ELFFile(io.BytesIO(data))
+    text = next(s for s in elf.iter_sections()
+                if s["sh_addr"] <= r.address < s["sh_addr"] + s["sh_size"])
+    at = text["sh_offset"] + cand.address - text["sh_addr"]
+    assert data[at : at + 3] == b"\x48\x8d\x05"  # lea rax, [rip + disp32]
+    if where == "bss":
+        target = elf.get_section_by_name(".bss")["sh_addr"] + 16
+    else:
+        target = max(s["sh_addr"] + s["sh_size"] for s in elf.iter_sections()) + 0x100000
+    disp = target - (cand.address + 7)
+    bad = bytearray(data)
+    bad[at + 3 : at + 7] = disp.to_bytes(4, "little", signed=True)
+    r2 = read_getter(io.BytesIO(bytes(bad)), "nppGetLibVersion", kind="pointer")
+    assert [c.value for c in r2.candidates] == [target] and r2.candidates[0].words == ()
+    assert any(("NOBITS" if where == "bss" else "no allocated section") in n for n in r2.notes)
+    doc = _scan(_root(tmp_path, {APP: bytes(bad)}), tmp_path / "out.json")
+    assert not [c for c in _named(doc, "npp") if c.get("version")]
