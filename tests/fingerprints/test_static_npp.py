@@ -251,3 +251,38 @@ def test_pointer_that_leads_nowhere_gives_no_words(
     assert any(("NOBITS" if where == "bss" else "no allocated section") in n for n in r2.notes)
     doc = _scan(_root(tmp_path, {APP: bytes(bad)}), tmp_path / "out.json")
     assert not [c for c in _named(doc, "npp") if c.get("version")]
+
+
+LIBNPPC12 = static_link.Pin(
+    "deb", "libnppc12", "12.2.5.30~12.4.1-2",
+    "pool/non-free/n/nvidia-cuda-toolkit/libnppc12_12.2.5.30~12.4.1-2_amd64.deb",
+    "cc8802caf13faca61a2b722759fac0ecbc589ae26517c405733e4b740c48e092", 398656, "amd64",
+)  # fmt: skip
+
+
+def test_shared_libnppc_keeps_its_full_version(tmp_path: Path) -> None:
+    """NPP's own shared core (Debian 13's libnppc12): the same getter row reads it as NPP's
+    own library, not as an embedded copy. The installed ``libnppc.so.12.2.5.30`` keeps the
+    full version its file name gives (the getter's 12.2.5 does not shorten it); a copy
+    renamed ``libnppc.so.12`` (a wheel's name) gets 12.2.5 from the getter instead of the
+    soname's bare 12. Truth: the package's version (``12.2.5.30~12.4.1-2``)."""
+    try:
+        deb = static_link.fetch(LIBNPPC12, base_uris=[static_link.DEBIAN])
+    except static_link.PinError as exc:
+        pytest.skip(f"cannot obtain {LIBNPPC12.filename}: {exc}")
+    version = LIBNPPC12.version.split("~")[0]
+    name = f"libnppc.so.{version}"
+    out = tmp_path / "x"
+    out.mkdir()
+    static_link._extract(deb, out, [f"{static_link.LIBDIR}/{name}"])
+    real = out / static_link.LIBDIR / name
+    root = _root(tmp_path, {f"/usr/lib/x86_64-linux-gnu/{name}": real,
+                            "/opt/wheel/nvidia/npp/lib/libnppc.so.12": real})
+    doc = _scan(root, tmp_path / "out.json")
+    npp = {c["properties"]["location"]: c for c in _named(doc, "npp")}
+    assert npp["/usr"]["version"] == version
+    renamed = npp["/opt/wheel/nvidia/npp"]
+    assert renamed["version"] == _short(version, 3)
+    assert renamed["properties"]["version-method"] == "elf-symbol"
+    assert "linkage" not in renamed["properties"]  # NPP's own library, not a static copy
+    _never_impossible(doc)
