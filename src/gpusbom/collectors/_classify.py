@@ -385,7 +385,8 @@ class ClassifierScanner:
                      **({"words": list(c.words)} if c.words else {})}
                     for c in r.candidates[:MAX_VALUES]
                 ]
-                if r.notes:
+                if row.getter == "pointer" and r.notes:
+                    # why a pointer led to no words (.bss, no section, a hole)
                     rec["notes"] = list(r.notes[:MAX_VALUES])
             out[row.id] = rec
         return out
