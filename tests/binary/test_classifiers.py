@@ -51,6 +51,8 @@ def _member(row: Row, tmp: Path) -> bytes:
     s = row.source
     if s.kind == "nvcc":
         return (_nvcc_app(tmp)).read_bytes()
+    if s.kind == "static-link":
+        return _static_link_app(row).read_bytes()
     art = _fetch(row)
     if s.kind == "wheel":
         with zipfile.ZipFile(art) as z:
@@ -89,6 +91,21 @@ def _nvcc_app(tmp: Path) -> Path:
         check=True, capture_output=True,
     )  # fmt: skip
     return out
+
+
+def _static_link_app(row: Row) -> Path:
+    """The executable ``fixtures/static_link.py`` links, with gcc, against the static
+    archives of the row's pinned Debian package (cached outside the repository)."""
+    sys.path.insert(0, str(ROOT))
+    from fixtures import static_link
+
+    [release] = [k for k, p in static_link.CUDA_DEV.items()
+                 if (p.version, p.path, p.sha256) == (row.source.version, row.source.file,
+                                                       row.source.sha256)]
+    try:
+        return static_link.build(release).app
+    except static_link.LinkUnavailable as exc:
+        pytest.skip(f"static link: {exc}")
 
 
 def _wheel_chunks(row: Row, size: int = 1 << 20) -> Iterator[bytes]:
@@ -202,6 +219,12 @@ def test_rules() -> None:
     assert apply_rule("lib-code", 10102) == "10.1.2"  # cuFFT / cuRAND of CUDA 10.2
     assert apply_rule("lib-code", 12510) == "12.5.10"  # cuSPARSE 12.5.10
     assert apply_rule("underscored", "7_6_5_32") == "7.6.5.32"
+    # NPP's NppLibraryVersion {major, minor, build}, read where nppGetLibVersion points
+    assert apply_rule("npp-struct", "12.2.5") == "12.2.5"
+    assert apply_rule("npp-struct", "11.8.0") == "11.8.0"
+    assert apply_rule("npp-struct", "0.0.0") is None  # zeroed data (.bss), not a version
+    assert apply_rule("npp-struct", "12.-1.5") is None
+    assert apply_rule("npp-struct", "12.2") is None  # not three words
 
 
 # -- hostile snippets ------------------------------------------------------------------------

@@ -21,10 +21,16 @@ What real getters look like (x86-64, from the pinned artifacts the snippet tests
   call through ``dlsym``: it holds no constant.
 * ``cublasLtGetVersion`` (cuBLAS 12.9.3.13, 13.1.1.3): a leaf, ``mov eax, 0x1d847; ret``
   (120903). ``libcublas.so``'s ``cublasGetVersion_v2`` only calls it through the PLT.
+* ``nppGetLibVersion`` (NPP 11.8.0.86, 12.2.5.30: ``libnppc_static.a`` linked into an
+  executable or a shared library): ``lea rax, [rip + goVersion]; ret``, a pointer to a static
+  ``NppLibraryVersion {int major, minor, build}`` in ``.data`` ({12, 2, 5}).
 
 Decoding, per function, a linear sweep of at most :data:`MAX_FUNC_BYTES` from the symbol:
 
 * ``kind="return"``: at each ``ret``, the last ``mov eax, imm32`` not overwritten since;
+* ``kind="pointer"``: at each ``ret``, the address the last ``lea rax, [rip + disp]`` (or
+  ``mov eax, imm32``) put in ``rax``; the words stored there are read from the section
+  holding it;
 * ``kind="out"``: ``mov dword [R], imm32`` where ``R`` still holds the first argument (``rdi``
   at entry, copied into other registers by ``mov``); a direct ``call`` or tail ``jmp``
   made while ``rdi`` holds it is followed (depth :data:`MAX_DEPTH`).
@@ -37,7 +43,7 @@ constant; the classifier row's version rule decides which is plausible.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal
 
 from gpusbom.binary.elf import BinaryFormatError
@@ -90,6 +96,9 @@ class Candidate:
     address: int
     insn: str
     depth: int
+    #: ``kind="pointer"``: the 32-bit signed words read where ``value`` points (``()`` when
+    #: they could not be read: see the result's notes)
+    words: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,9 +183,10 @@ def read_getter(
     f: BinaryIO,
     symbol: str,
     *,
-    kind: Literal["return", "out", "out1"],
+    kind: Literal["return", "out", "out1", "pointer"],
     name: str = "<binary>",
     tables: tuple[str, ...] = (".dynsym", ".symtab"),
+    words: int = 3,
 ) -> GetterResult:
     """Decode the constant(s) the function ``symbol`` of the ELF file ``f`` returns
     (``kind="return"``) or stores through its first argument (``kind="out"``) or its second
@@ -230,7 +240,55 @@ def read_getter(
     size_hint = int(sym["st_size"] or 0)
     limit = min(size_hint, MAX_FUNC_BYTES) if size_hint > 0 else MAX_FUNC_BYTES
     dec.function(value, {dec.arg} if dec.arg else set(), 0, limit)
-    return GetterResult(symbol, table, value, tuple(dec.found), None, tuple(dec.notes))
+    cands = tuple(dec.found)
+    if kind == "pointer":
+        cands = tuple(_pointed(elf, f, fsize, c, words, dec.notes) for c in cands)
+    return GetterResult(symbol, table, value, cands, None, tuple(dec.notes))
+
+
+#: the most words a ``pointer`` getter's target is read for
+MAX_WORDS = 16
+_SHF_ALLOC = 0x2
+
+
+def _pointed(
+    elf: Any, f: BinaryIO, fsize: int, cand: Candidate, words: int, notes: list[str]
+) -> Candidate:
+    """``cand`` with the ``words`` little-endian int32 values stored at its address, read
+    from the allocated ``PROGBITS`` section that holds all of them; unchanged (no words, a
+    note saying why) when no section does, the section is ``NOBITS`` (``.bss``: zero until
+    the program runs) or the bytes are not there (a sparse capture's hole)."""
+    import struct
+
+    n = max(1, min(words, MAX_WORDS)) * 4
+    va = cand.value
+    try:
+        sections = list(elf.iter_sections())
+    except Exception as exc:  # noqa: BLE001 - a malformed section table: no words
+        notes.append(f"{va:#x}: section table unreadable ({exc})")
+        return cand
+    for sec in sections:
+        addr, size = int(sec["sh_addr"]), int(sec["sh_size"])
+        if not int(sec["sh_flags"]) & _SHF_ALLOC or not addr <= va < addr + size:
+            continue
+        if sec["sh_type"] == "SHT_NOBITS":
+            notes.append(f"{va:#x} lies in {sec.name} (NOBITS: set at run time)")
+            return cand
+        if sec["sh_type"] != "SHT_PROGBITS" or va + n > addr + size:
+            notes.append(f"{va:#x}: {n} bytes do not fit in {sec.name}")
+            return cand
+        off = int(sec["sh_offset"]) + va - addr
+        if off + n > fsize:
+            notes.append(f"{va:#x}: file offset {off:#x} past the file")
+            return cand
+        f.seek(off)
+        data = f.read(n)
+        if len(data) != n:
+            notes.append(f"{va:#x}: bytes at {off:#x} not available")
+            return cand
+        return replace(cand, words=struct.unpack(f"<{n // 4}i", data))
+    notes.append(f"{va:#x} lies in no allocated section")
+    return cand
 
 
 class _Decoder:
@@ -242,6 +300,9 @@ class _Decoder:
         self.code, self.kind = code, kind
         #: the register of the out-parameter: ``out`` the first argument, ``out1`` the second
         self.arg = {"out": "rdi", "out1": "rsi"}.get(kind)
+        #: ``pointer`` getters: what ``rax`` holds at ``ret`` is an address (``lea rax,
+        #: [rip + disp]``, or ``mov eax, imm32`` in non-PIC code)
+        self.returns = kind in ("return", "pointer")
         self.budget = MAX_INSNS
         self.seen: set[int] = set()
         self.found: list[Candidate] = []
@@ -268,7 +329,7 @@ class _Decoder:
             self.budget -= 1
             mn = insn.mnemonic
             if mn in ("ret", "retq"):
-                if eax is not None and self.kind == "return":
+                if eax is not None and self.returns:
                     self._add(eax, eax_insn, depth)
                 eax = None
                 holders = holders & _CALLEE_SAVED
@@ -283,7 +344,7 @@ class _Decoder:
                 if (mn == "call" or tail) and target is not None:
                     if self.arg and self.arg in holders and depth < MAX_DEPTH:
                         self.function(target, {self.arg}, depth + 1)
-                    elif self.kind == "return" and tail and depth < MAX_DEPTH:
+                    elif self.returns and tail and depth < MAX_DEPTH:
                         self.function(target, set(), depth + 1)
                 if mn == "call":
                     holders = holders - _CALLER_SAVED
@@ -292,6 +353,16 @@ class _Decoder:
                     eax = None
                     holders = holders & _CALLEE_SAVED
                 continue
+            if mn == "lea" and self.kind == "pointer":
+                ops = insn.operands
+                if len(ops) == 2 and ops[0].type == x86.X86_OP_REG and \
+                        _reg(insn.reg_name(ops[0].reg)) == "rax" and ops[0].size == 8:
+                    m = ops[1].mem
+                    rip = m.base and insn.reg_name(m.base) == "rip" and not m.index
+                    eax = (insn.address + insn.size + m.disp) & ((1 << 64) - 1) if rip else None
+                    eax_insn = insn
+                    holders = holders - {"rax"}
+                    continue
             ops = insn.operands if mn == "mov" else []
             if mn == "mov" and len(ops) == 2:
                 dst, src = ops

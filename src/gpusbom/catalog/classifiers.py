@@ -27,7 +27,9 @@ __all__ = ["ROWS", "RULES", "SIBLING_ROWS", "Row", "Source", "apply_rule", "load
 class Source:
     """Where a row's snippet comes from: a pinned real artifact and the member in it."""
 
-    kind: Literal["wheel", "deb", "nvcc"]
+    #: ``static-link``: an executable linked here (gcc) against the static archives of the
+    #: pinned Debian package (``fixtures/static_link.py``)
+    kind: Literal["wheel", "deb", "nvcc", "static-link"]
     name: str
     version: str
     member: str
@@ -53,7 +55,7 @@ class Row:
     anchor: bytes = b""
     pattern: bytes = b""
     symbol: str = ""
-    getter: Literal["return", "out", "out1"] = "return"
+    getter: Literal["return", "out", "out1", "pointer"] = "return"
     #: bytes of content a symbol row needs kept (larger files are left to rodata rows)
     capture: int = 0
     #: larger files: keep only their first ``head`` bytes and their section header table
@@ -98,6 +100,9 @@ RULES: dict[str, str] = {
                 "CUSPARSE_VERSION: cuFFT 10.1.2 = 10102, cuSPARSE 12.5.10 = 12510)",
     "cuda-code": "major*1000 + minor*10 (CUDART_VERSION: major.minor only)",
     "hip-code": "major*10000000 + minor*100000 + patch (HIP_VERSION)",
+    "npp-struct": "the NppLibraryVersion {major, minor, build} nppGetLibVersion points to, "
+                  "read as major.minor.build ({12, 2, 5}: NPP 12.2.5 of 12.2.5.30; 'build' "
+                  "is the release's third number)",
     "presence": "no version: the product is present",
 }
 
@@ -110,6 +115,13 @@ def apply_rule(rule: str, raw: str | int) -> str | None:
         return str(raw).replace("_", ".") or None
     if rule == "presence":
         return None
+    if rule == "npp-struct":
+        parts = str(raw).split(".")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            return None
+        major, minor, build = (int(p) for p in parts)
+        return _code(major, minor, build) if 9 <= major <= 99 and minor <= 99 and \
+            build <= 999 else None
     v = int(raw)
     if rule == "cublas-code":
         if v >= 100000:

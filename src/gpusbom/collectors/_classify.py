@@ -381,9 +381,13 @@ class ClassifierScanner:
                 rec["table"] = r.table
                 rec["address"] = r.address
                 rec["candidates"] = [
-                    {"value": c.value, "at": c.address, "insn": c.insn, "depth": c.depth}
+                    {"value": c.value, "at": c.address, "insn": c.insn, "depth": c.depth,
+                     **({"words": list(c.words)} if c.words else {})}
                     for c in r.candidates[:MAX_VALUES]
                 ]
+                if row.getter == "pointer" and r.notes:
+                    # why a pointer led to no words (.bss, no section, a hole)
+                    rec["notes"] = list(r.notes[:MAX_VALUES])
             out[row.id] = rec
         return out
 
@@ -563,13 +567,23 @@ def hits(analysis: dict[str, Any] | None, path: str, products: Iterable[str] | N
                 out.append(Hit(row, path, None, row.symbol, detail, "elf-symbol"))
                 continue
             for cand in g.get("candidates") or ():
-                ver = apply_rule(row.rule, int(cand["value"]))
+                if row.getter == "pointer":
+                    # the words stored where the getter's pointer leads ({12, 2, 5})
+                    words = cand.get("words") or ()
+                    if not words:
+                        continue
+                    raw = ".".join(str(int(w)) for w in words)
+                    shown = f"{int(cand['value']):#x} -> {{{', '.join(raw.split('.'))}}}"
+                else:
+                    raw = str(int(cand["value"]))
+                    shown = raw
+                ver = apply_rule(row.rule, raw if row.getter == "pointer" else int(raw))
                 if ver is None:
                     continue
                 detail = (
                     f"{row.symbol} ({g.get('table')}) at {int(g.get('address') or 0):#x}: "
-                    f"{cand['insn']} at {int(cand['at']):#x} = {cand['value']}"
+                    f"{cand['insn']} at {int(cand['at']):#x} = {shown}"
                 )
-                out.append(Hit(row, path, ver, str(cand["value"]), detail, "elf-symbol"))
+                out.append(Hit(row, path, ver, raw, detail, "elf-symbol"))
                 break
     return out
