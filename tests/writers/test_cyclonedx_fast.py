@@ -26,7 +26,6 @@ if _spec.name not in sys.modules:
     sys.modules[_spec.name] = helpers
     _spec.loader.exec_module(helpers)
 
-GOLDEN = _here.parent / "golden" / "data"
 SPECS = [SchemaVersion.V1_6, SchemaVersion.V1_7]
 
 
@@ -35,20 +34,7 @@ def _both(result: ScanResult, spec: SchemaVersion) -> tuple[str | None, str]:
             render(result, OutputFormat.JSON, spec, fast=False))
 
 
-def _golden_results() -> list[tuple[str, ScanResult]]:
-    out = []
-    for path in sorted(GOLDEN.glob("*/json")):
-        doc = json.loads(path.read_text())
-        if "components" not in doc:
-            continue  # not a scan result
-        r = ScanResult.from_dict(doc)
-        if r.timestamp.startswith("<"):  # redacted in the golden
-            r.timestamp = "2026-12-01T00:00:00Z"
-        out.append((path.parent.name, r))
-    return out
-
-
-GOLDEN_RESULTS = _golden_results()
+GOLDEN_RESULTS = helpers.golden_results()
 
 
 def test_the_golden_cases_are_there() -> None:

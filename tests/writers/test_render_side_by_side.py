@@ -60,3 +60,20 @@ def test_a_writer_that_fails_in_its_child_fails_here(monkeypatch: pytest.MonkeyP
         render_all(result, SPECS[:3], WriterOptions())
     # the parent rendered the first output and, after the child failed, spdx-json again
     assert calls == ["json", "spdx-json"]
+
+
+def test_each_child_reports_its_wall_and_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--debug``: one stage per forked child, with the CPU seconds it used (wait4)."""
+    from gpusbom import stagetime
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    monkeypatch.setattr(stagetime, "_enabled", True)
+    monkeypatch.setattr(stagetime, "_rows", [])
+    got = render_all(helpers.make_result(), SPECS[:3], WriterOptions())
+    rows = {name: (wall, cpu) for name, _start, wall, cpu in stagetime._rows}
+    for spec in SPECS[1:3]:
+        wall, cpu = rows[f"output {spec.format} (forked child)"]
+        assert wall > 0 and cpu > 0
+    assert "output json" in rows and "output spdx-json" not in rows  # json: the parent's
+    assert len(got) == 3 and all(got)

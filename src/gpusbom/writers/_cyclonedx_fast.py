@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from importlib.metadata import version as _dist_version
 from typing import Any
 
 from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
@@ -70,9 +69,11 @@ class _Unsupported(Exception):
 
 
 def _library_major() -> int:
+    import cyclonedx
+
     try:
-        return int(_dist_version("cyclonedx-python-lib").split(".")[0])
-    except Exception:  # noqa: BLE001 - unknown: not the release proven against
+        return int(str(getattr(cyclonedx, "__version__", "0")).split(".")[0])
+    except ValueError:  # unknown: not the release proven against
         return 0
 
 

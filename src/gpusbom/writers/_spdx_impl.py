@@ -483,13 +483,13 @@ def _drop_duplicates(doc: Document) -> Document:
 
 
 def render_json(result: ScanResult, out: TextIO) -> None:
-    from spdx_tools.spdx.jsonschema.document_converter import DocumentConverter
-
     from ._jsonfast import dumps_indented
+    from ._spdx_convert import convert_document
 
     # what json_writer.write_document_to_stream(indent=4) writes, its categories fixed, in
-    # one pass (it was written, parsed again and written again)
-    doc = DocumentConverter().convert(_drop_duplicates(_validated(result)))  # type: ignore[no-untyped-call]
+    # one pass (it was written, parsed again and written again); the library's converter's
+    # dict, its packages and relationships through a table (_spdx_convert)
+    doc = convert_document(_drop_duplicates(_validated(result)))
     _json_categories(doc)
     out.write(dumps_indented(doc, indent=4))
     out.write("\n")

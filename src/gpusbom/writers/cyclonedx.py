@@ -15,7 +15,7 @@ from .base import Writer, WriterOptions
 
 class _CycloneDxWriter(Writer):
     xml: ClassVar[bool] = False
-    imports = ("gpusbom.writers._cyclonedx_impl",)
+    imports = ("gpusbom.writers._cyclonedx_impl", "gpusbom.writers._cyclonedx_fast")
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _cyclonedx_impl
