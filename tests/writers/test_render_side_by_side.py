@@ -77,3 +77,48 @@ def test_each_child_reports_its_wall_and_cpu(monkeypatch: pytest.MonkeyPatch) ->
         assert wall > 0 and cpu > 0
     assert "output json" in rows and "output spdx-json" not in rows  # json: the parent's
     assert len(got) == 3 and all(got)
+
+
+def _digest_as_before(result: object) -> str:
+    """content_digest as it was written before it was shared (the ids must not change)."""
+    import hashlib
+    import json
+
+    d = result.to_document()  # type: ignore[attr-defined]
+    d["components"] = sorted(d["components"], key=lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))
+    d["relationships"] = sorted(d["relationships"], key=lambda r: (r["source"], r["type"], r["target"]))
+    d["unknowns"] = sorted(d["unknowns"], key=lambda u: json.dumps(u, sort_keys=True))
+    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_content_digest_unchanged_with_unique_and_duplicate_refs() -> None:
+    from gpusbom.writers._common import content_digest
+
+    r = helpers.make_result()
+    assert content_digest(r) == _digest_as_before(r)
+    r.components[1].bom_ref = r.components[0].bom_ref  # ties: the whole component decides
+    r.components[0].version = "0"
+    assert content_digest(r) == _digest_as_before(r)
+
+
+def test_a_sent_digest_is_used_and_a_missing_one_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gpusbom.writers import _common
+
+    monkeypatch.setattr(_common, "_given", None)
+    r, other = helpers.make_result(), helpers.make_result()
+    rd, wd = os.pipe()
+    _common.send_digest(r, [wd])  # what the parent sends: the real digest
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == _digest_as_before(r)
+    rd, wd = os.pipe()
+    os.write(wd, b"f" * 64)
+    os.close(wd)
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == "f" * 64  # read from the pipe, not computed
+    assert _common.content_digest(other) == _digest_as_before(other)  # another result
+    rd, wd = os.pipe()
+    os.close(wd)  # the sender failed: nothing came
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == _digest_as_before(r)
