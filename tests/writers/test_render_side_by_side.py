@@ -122,3 +122,25 @@ def test_a_sent_digest_is_used_and_a_missing_one_computed(monkeypatch: pytest.Mo
     os.close(wd)  # the sender failed: nothing came
     _common.receive_digest(r, rd)
     assert _common.content_digest(r) == _digest_as_before(r)
+
+
+def test_the_digest_is_sent_only_to_documents_with_an_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusbom.writers import _common
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    sent: list[int] = []
+    real = _common.send_digest
+
+    def counting(result: object, fds: list[int]) -> None:
+        sent.append(len(fds))
+        real(result, fds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_common, "send_digest", counting)
+    result = helpers.make_result()
+    plain = [OutputSpec("json", None), OutputSpec("table", "/x.txt"), OutputSpec("html", "/x.html")]
+    assert render_all(result, plain, WriterOptions()) == [render(result, s, WriterOptions())
+                                                          for s in plain]
+    assert render_all(result, SPECS, WriterOptions()) == [render(result, s, WriterOptions())
+                                                          for s in SPECS]
+    assert sent == [0, 3]  # none to table and html; to the CycloneDX and both SPDX children

@@ -122,8 +122,12 @@ def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
         kids.append(_Kid(s, pid, r, dw, started))
     # the children's document ids (CycloneDX serial number, SPDX namespace) hash the whole
     # scan: once here while they render, not once in each (0.04 CPU-s a child on a host)
+    needed = subject == "scan" and any(get_writer(k.spec.format, subject).document_id
+                                       for k in kids)
     with stagetime.stage("content digest sent to the children"):
-        send_digest(result, [k.digest_fd for k in kids])
+        send_digest(result, [k.digest_fd for k in kids] if needed else [])
+        for k in kids if not needed else ():
+            os.close(k.digest_fd)
     with stagetime.stage(f"output {specs[0].format}"):
         first = render(result, specs[0], options, subject)
     with stagetime.stage("outputs rendered in forked children"):

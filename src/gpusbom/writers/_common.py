@@ -88,6 +88,8 @@ def send_digest(result: ScanResult, fds: list[int]) -> None:
     """Compute ``content_digest(result)`` once, write it to each of ``fds`` and close them.
     Where it fails, nothing is sent: each receiver computes it, and fails as it would have
     (the writer's own error)."""
+    if not fds:
+        return
     try:
         digest = content_digest(result).encode("ascii")
         for fd in fds:

@@ -43,6 +43,9 @@ class Writer(ABC):
     #: modules ``write`` imports on first use; a scan that has cores to spare imports them
     #: while it waits (``writers.asked_modules``)
     imports: ClassVar[tuple[str, ...]] = ()
+    #: its document id hashes the whole scan (``_common.document_uuid``): with several
+    #: outputs forked, the hash is computed once and sent to the children that need it
+    document_id: ClassVar[bool] = False
 
     @abstractmethod
     def write(self, result: Any, out: TextIO, options: WriterOptions) -> None:

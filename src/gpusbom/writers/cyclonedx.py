@@ -16,6 +16,7 @@ from .base import Writer, WriterOptions
 class _CycloneDxWriter(Writer):
     xml: ClassVar[bool] = False
     imports = ("gpusbom.writers._cyclonedx_impl", "gpusbom.writers._cyclonedx_fast")
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _cyclonedx_impl
@@ -47,6 +48,7 @@ def build_bom(result: ScanResult, spec: object) -> object:
 class CycloneDxVexWriter(Writer):
     format = "cyclonedx-vex"
     description = "CycloneDX 1.6 VEX (JSON): the advisory findings with their analysis"
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _vex_impl

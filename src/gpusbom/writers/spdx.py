@@ -22,6 +22,7 @@ class SpdxJsonWriter(Writer):
     format = "spdx-json"
     description = "SPDX 2.3 JSON"
     imports = _IMPORTS + ("gpusbom.writers._spdx_convert",)
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _spdx_impl
@@ -34,6 +35,7 @@ class SpdxTagValueWriter(Writer):
     format = "spdx-tag-value"
     description = "SPDX 2.3 tag-value"
     imports = _IMPORTS
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _spdx_impl
