@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -130,3 +131,54 @@ def test_duplicate_refs_go_to_the_library() -> None:
 def test_other_library_release_goes_to_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_cyclonedx_fast, "_PROVEN", False)
     assert _cyclonedx_fast.render_json(helpers.make_result(), SchemaVersion.V1_6) is None
+
+
+def _random_result(rnd: random.Random) -> ScanResult:
+    """The writers' result with six components of random fields: odd suppliers, empty and
+    multi-line values, purls with qualifiers, subpaths and bad ones, CPEs of both kinds and
+    bad ones, licence names, ids, expressions and duplicates, evidence of any method with
+    or without path, detail, layer and digests, and random relationships."""
+    choice = rnd.choice
+    r = helpers.make_result()
+    taken = {c.bom_ref for c in r.components}
+    for _ in range(6):
+        evs = [Evidence(collector=choice(["dpkg", "elf", "host"]),
+                        method=choice(["package-db", "elf", "filename", "probe", "weird",
+                                       "fingerprint-sha256", "device"]),
+                        path=choice([None, "/a", "/b/c"]), detail=choice([None, "", "x; y"]),
+                        layer=choice([None, "sha256:" + "1" * 64]), sha256=choice([None, "ab" * 32]),
+                        declared_digest=choice([None, "md5:abc"]))
+               for _ in range(rnd.randint(0, 4))]
+        c = Component(
+            name=choice(["n", "N", "n\nx", "a b"]), version=choice([None, "", "1.0", "1\n2", "0"]),
+            type=choice(list(ComponentType)),
+            purl=choice([None, "", "pkg:pypi/Foo_Bar@1.0", "garbage", "pkg:generic/x@1#sub/path",
+                         "pkg:deb/debian/libc6@2.36?arch=amd64&distro=debian-12",
+                         "pkg:npm/%40scope/name@1.0"]),
+            cpe=choice([None, "", "cpe:2.3:a:x:y:1:*:*:*:*:*:*:*", "cpe:/a:x:y:1", "bad"]),
+            supplier=choice([None, "", " ", "Jane <j@x.org>", "<j@x.org>", "x (y) <a@b>"]),
+            description=choice([None, "", "d", "multi\nline"]),
+            licenses=choice([[], ["MIT"], ["mit"], ["GPL-2.0+"], ["MIT OR Apache-2.0"],
+                             ["Some Licence"], ["MIT", "MIT"], ["LicenseRef-x"]]),
+            properties=dict(choice([{}, {"identification-method": "sha256",
+                                         "identification-confidence": "high"},
+                                    {"identification-confidence": "weird"}, {"k": ""}])),
+            evidence=evs)
+        c.assign_ref(taken)
+        r.components.append(c)
+    for _ in range(4):
+        a, b = choice(r.components), choice(r.components)
+        r.relationships.append(Relationship(a.bom_ref, choice(["depends-on", "contains", "x"]),
+                                            b.bom_ref))
+    return r
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_results_same_bytes(seed: int) -> None:
+    rnd = random.Random(seed)
+    for _ in range(5):
+        r = _random_result(rnd)
+        for spec in SPECS:
+            fast, lib = _both(r, spec)
+            assert fast is not None
+            assert fast == lib
