@@ -41,7 +41,8 @@ class Writer(ABC):
     #: True when the output is meant for a terminal (the default output)
     for_humans: ClassVar[bool] = False
     #: modules ``write`` imports on first use; a scan that has cores to spare imports them
-    #: while it waits (``writers.asked_modules``)
+    #: while it waits (``writers.asked_modules``); ``module:function`` also calls that
+    #: function of the module then (no arguments: tables its first use would build)
     imports: ClassVar[tuple[str, ...]] = ()
     #: its document id hashes the whole scan (``_common.document_uuid``): with several
     #: outputs forked, the hash is computed once and sent to the children that need it

@@ -15,7 +15,8 @@ from .base import Writer, WriterOptions
 
 class _CycloneDxWriter(Writer):
     xml: ClassVar[bool] = False
-    imports = ("gpusbom.writers._cyclonedx_impl", "gpusbom.writers._cyclonedx_fast")
+    imports = ("gpusbom.writers._cyclonedx_impl", "gpusbom.writers._cyclonedx_fast",
+               "gpusbom.licenses:warm")
     document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:

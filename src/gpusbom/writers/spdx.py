@@ -14,7 +14,8 @@ from .base import Writer, WriterOptions
 
 #: what writing SPDX imports (spdx-tools: ~0.17 CPU-s on a 2-core VM), imported beside a
 #: host's walk (``Writer.imports``) rather than after the scan, in the output's child
-_IMPORTS = ("gpusbom.writers._spdx_impl", "gpusbom.writers._spdx_validate")
+_IMPORTS = ("gpusbom.writers._spdx_impl", "gpusbom.writers._spdx_validate",
+            "gpusbom.writers._spdx_impl:warm")
 
 
 @register
