@@ -1,5 +1,5 @@
 """CycloneDX JSON's fast path (``writers._cyclonedx_fast``) writes the bytes the library
-path writes (``_cyclonedx_impl.render(fast=False)``: cyclonedx-python-lib builds and encodes
+path writes (``_cyclonedx_impl.render`` without ``fast``: cyclonedx-python-lib builds and encodes
 the whole ``Bom``), on every golden case's scan result, on the writers' own results and on
 edge cases; where it cannot, it steps aside and the library writes the document."""
 
@@ -32,7 +32,7 @@ SPECS = [SchemaVersion.V1_6, SchemaVersion.V1_7]
 
 def _both(result: ScanResult, spec: SchemaVersion) -> tuple[str | None, str]:
     return (_cyclonedx_fast.render_json(result, spec),
-            render(result, OutputFormat.JSON, spec, fast=False))
+            render(result, OutputFormat.JSON, spec))
 
 
 GOLDEN_RESULTS = helpers.golden_results()
@@ -182,3 +182,25 @@ def test_random_results_same_bytes(seed: int) -> None:
             fast, lib = _both(r, spec)
             assert fast is not None
             assert fast == lib
+
+
+def test_the_writer_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from gpusbom.writers import WriterOptions, get_writer
+
+    calls: list[str] = []
+    real = _cyclonedx_fast.render_json
+
+    def counting(result: ScanResult, spec: SchemaVersion) -> str | None:
+        text = real(result, spec)
+        calls.append("fast" if text is not None else "library")
+        return text
+
+    monkeypatch.setattr(_cyclonedx_fast, "render_json", counting)
+    r = helpers.make_result()
+    for version in ("1.6", "1.7", "1.5"):
+        buf = io.StringIO()
+        get_writer("cyclonedx-json").write(r, buf, WriterOptions(cyclonedx_version=version))
+        assert buf.getvalue() == render(r, OutputFormat.JSON, SchemaVersion.from_version(version))
+    assert calls == ["fast", "fast", "library"]

@@ -20,9 +20,12 @@ class _CycloneDxWriter(Writer):
     document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        from . import _cyclonedx_impl
+        from . import _cyclonedx_fast, _cyclonedx_impl
 
-        _cyclonedx_impl.write(result, out, options, xml=self.xml)
+        # JSON's components and dependencies written directly where that gives the
+        # library's bytes (_cyclonedx_fast), else all by cyclonedx-python-lib
+        _cyclonedx_impl.write(result, out, options, xml=self.xml,
+                              fast=_cyclonedx_fast.render_json)
 
 
 @register
