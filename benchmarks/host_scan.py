@@ -16,6 +16,16 @@ median, minimum and maximum wall times are reported, with the load average befor
 - ``scan oci:SMALL --no-cache``: SMALL is a one-layer OCI layout holding this machine's
   os-release and dpkg status (built by ``benchmarks/big_image.py``'s helpers).
 
+``--outputs 3`` measures only ``scan --host -q --offline`` with JSON alone and with JSON,
+CycloneDX JSON and SPDX JSON (three files in a temporary directory), interleaved
+(``--repeat`` runs of each), the difference of the medians, whether the CycloneDX and SPDX
+documents have the same bytes in every run (``SOURCE_DATE_EPOCH=0``), and one ``--debug``
+run's output stages: each forked child's wall and CPU seconds (issue #37: three outputs
+within 1.0 s on a 16-core H200 host). With ``--against SRC`` the same for that source tree,
+interleaved, and whether both trees' documents are byte-identical::
+
+    python benchmarks/host_scan.py --out OUT --outputs 3 --repeat 7 [--against SRC]
+
 ``--profile`` adds a cProfile of one in-process ``scan --host -o cyclonedx-json`` run
 (``host_profile.txt``, by cumulative and by own time) and ``python -X importtime`` of
 ``scan --host`` (``importtime.txt``, the slowest imports first). ``--against SRC`` adds
@@ -147,12 +157,93 @@ def against(src: str, env: dict[str, str], n: int, results: dict[str, object]) -
           f"output {'byte-identical' if same else 'DIFFERENT'}", flush=True)
 
 
+OUTPUT_FORMATS = (("json", "json"), ("cyclonedx-json", "cdx.json"), ("spdx-json", "spdx.json"))
+
+
+def _outputs_args(n: int, where: Path) -> list[str]:
+    args = ["scan", "--host", "-q", "--offline"]
+    for fmt, suffix in OUTPUT_FORMATS[:n]:
+        args += ["-o", f"{fmt}={where / ('out.' + suffix)}"]
+    return args
+
+
+def timed_cpu(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """``timed``, and the CPU seconds (user and system) of the command and every process
+    it waited for (its walk workers, its forked outputs)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(args, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def outputs(n: int, env: dict[str, str], repeat: int, work: Path, against_src: str | None,
+            results: dict[str, object]) -> None:
+    """Interleaved ``scan --host`` with JSON alone and with ``n`` outputs (this tree, and
+    ``against_src``'s when given); the medians, their difference, the documents' bytes
+    (same in every run, and the same in both trees), one ``--debug`` run's output stages."""
+    trees = {"this": env}
+    if against_src:
+        trees["against"] = dict(env, PYTHONPATH=os.pathsep.join(
+            [against_src, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            GPUSBOM_CACHE_DIR=env["GPUSBOM_CACHE_DIR"] + "-against")
+    walls: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
+    docs: dict[str, set[bytes]] = {}
+    for e in trees.values():  # warm: byte-compiled, the collectors' list cached
+        timed(_outputs_args(n, work), dict(e, SOURCE_DATE_EPOCH="0"))
+    for _ in range(repeat):
+        for name, e in trees.items():
+            for k in (1, n):
+                label = f"{name} {k} output{'s' if k > 1 else ''}"
+                wall, cpu = timed_cpu(_outputs_args(k, work), dict(e, SOURCE_DATE_EPOCH="0"))
+                walls.setdefault(label, []).append(wall)
+                cpus.setdefault(label, []).append(cpu)
+                if k == n:
+                    for fmt, suffix in OUTPUT_FORMATS[1:n]:
+                        docs.setdefault(f"{name} {fmt}", set()).add(
+                            (work / ("out." + suffix)).read_bytes())
+    out: dict[str, object] = {}
+    for label, ws in walls.items():
+        cs = cpus[label]
+        out[label] = {"median_s": round(statistics.median(ws), 3), "min_s": round(min(ws), 3),
+                      "max_s": round(max(ws), 3), "runs_s": [round(w, 3) for w in ws],
+                      "cpu_median_s": round(statistics.median(cs), 3),
+                      "cpu_runs_s": [round(c, 3) for c in cs]}
+        print(f"scan --host {label:24s} median {statistics.median(ws):.3f} s "
+              f"(min {min(ws):.3f}, max {max(ws):.3f}); CPU median "
+              f"{statistics.median(cs):.3f} s", flush=True)
+    for name in trees:
+        one = statistics.median(walls[f"{name} 1 output"])
+        many = statistics.median(walls[f"{name} {n} outputs"])
+        out[f"{name} added_by_{n}_outputs_s"] = round(many - one, 3)
+        print(f"{name}: {n} outputs add {many - one:.3f} s to JSON alone (medians)", flush=True)
+    for key, blobs in docs.items():
+        out[f"{key} same_bytes_every_run"] = len(blobs) == 1
+    if against_src:
+        for fmt, _suffix in OUTPUT_FORMATS[1:n]:
+            out[f"{fmt} byte_identical_to_against"] = docs[f"this {fmt}"] == docs[f"against {fmt}"]
+    print("documents: " + ", ".join(f"{k}={v}" for k, v in out.items() if "bytes" in k
+                                    or "identical" in k), flush=True)
+    r = subprocess.run([sys.executable, "-m", "gpusbom", *_outputs_args(n, work)],  # noqa: S603
+                       env=dict(env, GPUSBOM_DEBUG_INFLATE="1"), capture_output=True, text=True,
+                       check=False)
+    stages = [ln for ln in r.stderr.splitlines() if ln.startswith("gpusbom: stage")]
+    out["debug_stages"] = stages
+    print("\n".join(stages), flush=True)
+    results[f"outputs_{n}"] = out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--against", metavar="SRC", help="another gpusbom source tree to compare")
+    ap.add_argument("--outputs", type=int, choices=(2, 3), metavar="N",
+                    help="only: scan --host with JSON alone against N outputs (3: JSON, "
+                         "CycloneDX JSON, SPDX JSON)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpusbom-hostbench-"))
@@ -161,6 +252,9 @@ def main() -> int:
                                   "python": sys.version.split()[0]}
     try:
         n = args.repeat
+        if args.outputs:
+            outputs(args.outputs, env, n, work, args.against, results)
+            return 0
         series("scan_host_json", ["scan", "--host", "-q", "-o", "json=/dev/null"], env, n,
                results)
         series("scan_host_cyclonedx", ["scan", "--host", "-q", "-o", "cyclonedx-json=/dev/null"],

@@ -81,6 +81,12 @@ def _known() -> dict[str, str]:
     return out
 
 
+def warm() -> None:
+    """Build the tables the first licence asks for (the SPDX licence index, its lower-case
+    keys: ~0.02 CPU-s), e.g. beside a host's walk rather than in each forked output."""
+    _known()
+
+
 def license_ref(name: str) -> str:
     """``NVIDIA Proprietary Software`` -> ``LicenseRef-NVIDIA-Proprietary-Software``."""
     s = _UNSAFE.sub("-", name.strip()).strip("-.") or "unknown"

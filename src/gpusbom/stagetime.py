@@ -49,6 +49,12 @@ def stage(name: str) -> Iterator[None]:
         _rows.append((name, t0 - _T0, time.perf_counter() - t0, time.process_time() - c0))
 
 
+def record(name: str, wall: float, cpu: float) -> None:
+    """Record stage ``name`` measured elsewhere (a forked child's wall and CPU seconds)."""
+    if enabled():
+        _rows.append((name, -1.0, wall, cpu))
+
+
 def _process_age() -> float:
     """Seconds since this process started (/proc/self/stat), -1 where unknown."""
     try:

@@ -179,3 +179,21 @@ def make_directory_result() -> ScanResult:
     return ScanResult(target=Target(kind="directory", reference="./rootfs", source="dir"),
                       components=[comp], tool=ToolInfo(version="0.1.0"),
                       timestamp="2024-05-01T00:00:00+00:00")
+
+
+def golden_results() -> list[tuple[str, ScanResult]]:
+    """Every golden case's scan result (``tests/golden/data/CASE/json``, read back), its
+    redacted timestamp replaced: the fixtures' scans, as writers' inputs."""
+    import json
+    from pathlib import Path
+
+    out = []
+    for path in sorted((Path(__file__).parent.parent / "golden" / "data").glob("*/json")):
+        doc = json.loads(path.read_text())
+        if "components" not in doc:
+            continue  # not a scan result
+        r = ScanResult.from_dict(doc)
+        if r.timestamp and r.timestamp.startswith("<"):  # redacted in the golden
+            r.timestamp = "2026-12-01T00:00:00Z"
+        out.append((path.parent.name, r))
+    return out

@@ -60,3 +60,87 @@ def test_a_writer_that_fails_in_its_child_fails_here(monkeypatch: pytest.MonkeyP
         render_all(result, SPECS[:3], WriterOptions())
     # the parent rendered the first output and, after the child failed, spdx-json again
     assert calls == ["json", "spdx-json"]
+
+
+def test_each_child_reports_its_wall_and_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--debug``: one stage per forked child, with the CPU seconds it used (wait4)."""
+    from gpusbom import stagetime
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    monkeypatch.setattr(stagetime, "_enabled", True)
+    monkeypatch.setattr(stagetime, "_rows", [])
+    got = render_all(helpers.make_result(), SPECS[:3], WriterOptions())
+    rows = {name: (wall, cpu) for name, _start, wall, cpu in stagetime._rows}
+    for spec in SPECS[1:3]:
+        wall, cpu = rows[f"output {spec.format} (forked child)"]
+        assert wall > 0 and cpu > 0
+    assert "output json" in rows and "output spdx-json" not in rows  # json: the parent's
+    assert len(got) == 3 and all(got)
+
+
+def _digest_as_before(result: object) -> str:
+    """content_digest as it was written before it was shared (the ids must not change)."""
+    import hashlib
+    import json
+
+    d = result.to_document()  # type: ignore[attr-defined]
+    d["components"] = sorted(d["components"], key=lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))
+    d["relationships"] = sorted(d["relationships"], key=lambda r: (r["source"], r["type"], r["target"]))
+    d["unknowns"] = sorted(d["unknowns"], key=lambda u: json.dumps(u, sort_keys=True))
+    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_content_digest_unchanged_with_unique_and_duplicate_refs() -> None:
+    from gpusbom.writers._common import content_digest
+
+    r = helpers.make_result()
+    assert content_digest(r) == _digest_as_before(r)
+    r.components[1].bom_ref = r.components[0].bom_ref  # ties: the whole component decides
+    r.components[0].version = "0"
+    assert content_digest(r) == _digest_as_before(r)
+
+
+def test_a_sent_digest_is_used_and_a_missing_one_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gpusbom.writers import _common
+
+    monkeypatch.setattr(_common, "_given", None)
+    r, other = helpers.make_result(), helpers.make_result()
+    rd, wd = os.pipe()
+    _common.send_digest(r, [wd])  # what the parent sends: the real digest
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == _digest_as_before(r)
+    rd, wd = os.pipe()
+    os.write(wd, b"f" * 64)
+    os.close(wd)
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == "f" * 64  # read from the pipe, not computed
+    assert _common.content_digest(other) == _digest_as_before(other)  # another result
+    rd, wd = os.pipe()
+    os.close(wd)  # the sender failed: nothing came
+    _common.receive_digest(r, rd)
+    assert _common.content_digest(r) == _digest_as_before(r)
+
+
+def test_the_digest_is_sent_only_to_documents_with_an_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusbom.writers import _common
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    sent: list[int] = []
+    real = _common.send_digest
+
+    def counting(result: object, fds: list[int]) -> None:
+        sent.append(len(fds))
+        real(result, fds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_common, "send_digest", counting)
+    result = helpers.make_result()
+    plain = [OutputSpec("json", None), OutputSpec("table", "/x.txt"), OutputSpec("html", "/x.html")]
+    assert render_all(result, plain, WriterOptions()) == [render(result, s, WriterOptions())
+                                                          for s in plain]
+    assert render_all(result, SPECS, WriterOptions()) == [render(result, s, WriterOptions())
+                                                          for s in SPECS]
+    assert sent == [0, 3]  # none to table and html; to the CycloneDX and both SPDX children

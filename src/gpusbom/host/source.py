@@ -84,8 +84,11 @@ def _import_later_stages(beside: Sequence[Callable[[], None]] = ()) -> None:
     from ..writers import asked_modules
 
     for name in (*_LATER, *asked_modules()):
+        module, _, function = name.partition(":")
         try:
-            importlib.import_module(name)
+            loaded = importlib.import_module(module)
+            if function:  # tables the first use would build (Writer.imports)
+                getattr(loaded, function)()
         except Exception:  # noqa: BLE001, S112 - imported again where it is used, and fails there
             continue
     for fn in beside:

@@ -98,7 +98,8 @@ def has_writer(fmt: str, subject: str = "scan") -> bool:
 
 def asked_modules() -> list[str]:
     """The modules the writers asked for so far will import when they write (the command
-    line's outputs are checked with ``has_writer`` before the scan)."""
+    line's outputs are checked with ``has_writer`` before the scan), as ``Writer.imports``
+    names them (``module`` or ``module:function``)."""
     return list(dict.fromkeys(m for cls in _asked for m in cls.imports))
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 
 from packageurl import PackageURL
@@ -54,11 +57,64 @@ def target_key(result: ScanResult) -> str:
     return target_identity(result.target).root_ref
 
 
+#: ``content_digest`` of one result, sent by another process (``receive_digest``)
+_given: tuple[ScanResult, Callable[[], str | None]] | None = None
+
+
+def receive_digest(result: ScanResult, fd: int) -> None:
+    """``content_digest(result)`` will read its value from ``fd`` (written there by
+    ``send_digest`` in the process that forked this one, while this one renders), or
+    compute it when nothing came."""
+    global _given
+    got: list[str | None] = []
+
+    def read() -> str | None:
+        if not got:
+            data = b""
+            try:
+                while len(data) < 64 and (chunk := os.read(fd, 64 - len(data))):
+                    data += chunk
+                os.close(fd)
+            except OSError:
+                data = b""
+            text = data.decode("ascii", "replace")
+            got.append(text if len(text) == 64 else None)
+        return got[0]
+
+    _given = (result, read)
+
+
+def send_digest(result: ScanResult, fds: list[int]) -> None:
+    """Compute ``content_digest(result)`` once, write it to each of ``fds`` and close them.
+    Where it fails, nothing is sent: each receiver computes it, and fails as it would have
+    (the writer's own error)."""
+    if not fds:
+        return
+    try:
+        digest = content_digest(result).encode("ascii")
+        for fd in fds:
+            with contextlib.suppress(OSError):  # a child that is gone
+                os.write(fd, digest)
+    except Exception:  # noqa: BLE001, S110 - see above: the writer reports it
+        pass
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def content_digest(result: ScanResult) -> str:
     """sha256 of the canonical native JSON: identical scans give identical ids."""
+    if _given is not None and _given[0] is result:
+        sent = _given[1]()
+        if sent is not None:
+            return sent
     d = result.to_document()
-    # independent of the order the scanner happened to list things in
-    d["components"] = sorted(d["components"], key=lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))
+    # independent of the order the scanner happened to list things in (the bom-refs
+    # decide alone where they are unique)
+    refs = [c["bom_ref"] for c in d["components"]]
+    d["components"] = sorted(d["components"], key=(
+        (lambda c: c["bom_ref"]) if len(set(refs)) == len(refs)
+        else (lambda c: (c["bom_ref"], json.dumps(c, sort_keys=True)))))
     d["relationships"] = sorted(d["relationships"], key=lambda r: (r["source"], r["type"], r["target"]))
     d["unknowns"] = sorted(d["unknowns"], key=lambda u: json.dumps(u, sort_keys=True))
     canon = json.dumps(d, sort_keys=True, separators=(",", ":"))

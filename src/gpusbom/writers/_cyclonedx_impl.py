@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TextIO
 
@@ -147,7 +149,19 @@ def _evidence_context(ev: Evidence) -> str:
     return "; ".join(parts)
 
 
-def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> ComponentEvidence | None:
+@dataclass
+class _EvidenceParts:
+    """A component's evidence as plain values: its methods (technique, confidence, value),
+    the identities' confidence, the identities (field, concluded value) and the occurrences
+    (bom-ref, location, additional context)."""
+
+    methods: list[tuple[AnalysisTechnique, Decimal, str]]
+    best: Decimal
+    fields: list[tuple[IdentityField, str]]
+    occurrences: list[tuple[str, str, str | None]]
+
+
+def _evidence_parts(c: Component, spec: SchemaVersion, purl: str | None) -> _EvidenceParts | None:
     if not c.evidence:
         return None
     # the method that decided comes first; the identity's confidence is that method's level
@@ -155,25 +169,21 @@ def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> Com
     # evidence (each with its technique's own confidence)
     decided = _DECIDED_EVIDENCE.get(c.properties.get("identification-method", ""),
                                     c.properties.get("identification-method", ""))
-    methods: list[Method] = []
+    methods: list[tuple[AnalysisTechnique, Decimal, str]] = []
     for ev in sorted(c.evidence, key=lambda e: e.method != decided):
         technique, confidence = TECHNIQUES.get(ev.method, _DEFAULT_TECHNIQUE)
-        value = ev.path or ev.detail or ev.collector
-        methods.append(Method(technique=technique, confidence=confidence, value=value))
+        methods.append((technique, confidence, ev.path or ev.detail or ev.collector))
     level = c.properties.get("identification-confidence", "")
     best = (Decimal(CONFIDENCE_SCORE[level]) if level in CONFIDENCE_SCORE
-            else max(m.confidence for m in methods))
+            else max(m[1] for m in methods))
     fields: list[tuple[IdentityField, str]] = []
     if purl is not None:
-        fields.append((IdentityField.PURL, purl.to_string()))
+        fields.append((IdentityField.PURL, purl))
     fields.append((IdentityField.NAME, c.name))
     if c.version:
         fields.append((IdentityField.VERSION, c.version))
     if spec is SchemaVersion.V1_5:
         fields = fields[:1]  # 1.5 has a single identity object
-    identities = [
-        Identity(field=f, confidence=best, concluded_value=v, methods=methods) for f, v in fields
-    ]
     # (location, additionalContext) pairs, deduplicated and sorted
     found: set[tuple[str, str | None]] = set()
     for ev in c.evidence:
@@ -185,52 +195,71 @@ def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> Com
     # is neither equal to nor less than another BomRef(None): without explicit refs the
     # order follows id()-based hashes and changes from run to run. Number them instead.
     occurrences = [
-        Occurrence(bom_ref=f"{c.bom_ref}/occurrence/{i:04d}", location=loc, additional_context=ctx)
+        (f"{c.bom_ref}/occurrence/{i:04d}", loc, ctx)
         for i, (loc, ctx) in enumerate(sorted(found, key=lambda x: (x[0], x[1] or "")), 1)
     ]
+    return _EvidenceParts(methods, best, fields, occurrences)
+
+
+def _evidence(c: Component, spec: SchemaVersion, purl: PackageURL | None) -> ComponentEvidence | None:
+    parts = _evidence_parts(c, spec, None if purl is None else purl.to_string())
+    if parts is None:
+        return None
+    methods = [Method(technique=t, confidence=conf, value=v) for t, conf, v in parts.methods]
+    identities = [
+        Identity(field=f, confidence=parts.best, concluded_value=v, methods=methods)
+        for f, v in parts.fields
+    ]
+    occurrences = [Occurrence(bom_ref=ref, location=loc, additional_context=ctx)
+                   for ref, loc, ctx in parts.occurrences]
     return ComponentEvidence(identity=identities, occurrences=occurrences)
 
 
-def _component_properties(c: Component, contained_by: list[str]) -> list[Property]:
-    props: list[Property] = []
+def _component_property_pairs(c: Component, contained_by: list[str]) -> list[tuple[str, str]]:
+    props: list[tuple[str, str]] = []
     if c.ecosystem:
-        props.append(Property(name=prop("ecosystem"), value=c.ecosystem))
+        props.append((prop("ecosystem"), c.ecosystem))
     for ev in c.evidence:
-        props.append(Property(name=prop("collector"), value=ev.collector))
-        props.append(Property(name=prop("evidence:method"), value=ev.method))
+        props.append((prop("collector"), ev.collector))
+        props.append((prop("evidence:method"), ev.method))
         if ev.layer:
-            props.append(Property(name=prop("layer"), value=ev.layer))
+            props.append((prop("layer"), ev.layer))
         if ev.path:
-            props.append(Property(name=prop("path"), value=ev.path))
+            props.append((prop("path"), ev.path))
         if ev.detail:
-            props.append(Property(name=prop("evidence:detail"), value=ev.detail))
+            props.append((prop("evidence:detail"), ev.detail))
         if ev.sha256:
-            props.append(Property(name=prop("sha256"), value=f"{ev.path}={ev.sha256}"))
+            props.append((prop("sha256"), f"{ev.path}={ev.sha256}"))
         if ev.declared_digest:
-            props.append(Property(name=prop("declared-digest"),
-                                  value=f"{ev.path}={ev.declared_digest}"))
+            props.append((prop("declared-digest"), f"{ev.path}={ev.declared_digest}"))
     for k, v in sorted({**c.properties, **product_properties(c)}.items()):
-        props.append(Property(name=prop(k), value=v))
+        props.append((prop(k), v))
     for k, v in summary_pairs(c):
-        props.append(Property(name=prop(k), value=v))
+        props.append((prop(k), v))
     for parent in contained_by:
-        props.append(Property(name=prop("contained-by"), value=parent))
+        props.append((prop("contained-by"), parent))
     return props
 
 
-def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]) -> CdxComponent:
-    props = _component_properties(c, contained_by)
-    own = own_file_sha256(c)
+def _identifiers(c: Component, props: list[tuple[str, str]]) -> tuple[PackageURL | None, str | None]:
+    """The component's purl (parsed) and CPE, each dropped for a property when invalid."""
     purl: PackageURL | None = None
     if c.purl:
         try:
             purl = PackageURL.from_string(c.purl)
         except ValueError:
-            props.append(Property(name=prop("purl:unparsable"), value=c.purl))
+            props.append((prop("purl:unparsable"), c.purl))
     cpe = c.cpe
     if cpe and cpe_kind(cpe) is None:
-        props.append(Property(name=prop("cpe:invalid"), value=cpe))
+        props.append((prop("cpe:invalid"), cpe))
         cpe = None
+    return purl, cpe
+
+
+def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]) -> CdxComponent:
+    pairs = _component_property_pairs(c, contained_by)
+    own = own_file_sha256(c)
+    purl, cpe = _identifiers(c, pairs)
     return CdxComponent(
         name=one_line(c.name),
         version=one_line(c.version) if c.version else None,
@@ -241,7 +270,7 @@ def _to_cdx_component(c: Component, spec: SchemaVersion, contained_by: list[str]
         supplier=_supplier(c.supplier),
         description=c.description,
         licenses=_licenses(c.licenses),
-        properties=props,
+        properties=[Property(name=n, value=v) for n, v in pairs],
         evidence=_evidence(c, spec, purl),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=own[1])] if own else None,
         components=_file_components(c),
@@ -300,8 +329,21 @@ def _target_component(result: ScanResult) -> CdxComponent:
     )
 
 
-def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
-    """The scan result as a cyclonedx-python-lib ``Bom`` (deterministic for the same result)."""
+@dataclass
+class _Graph:
+    """What the document's parts are derived from besides each component: the metadata's
+    properties, each component's dependencies, the parents that contain it, the root's
+    direct dependencies (``build_bom``; the fast JSON path, ``_cyclonedx_fast``)."""
+
+    root_ref: str
+    refs: set[str]
+    meta_props: list[Property]
+    deps: dict[str, set[str]]
+    contained_by: dict[str, list[str]]
+    top: set[str]
+
+
+def _graph(result: ScanResult) -> _Graph:
     root_ref = target_key(result)
     refs = {c.bom_ref for c in result.components}
     meta_props: list[Property] = [
@@ -365,14 +407,31 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
 
     for name, value in document_probe_pairs(result):
         meta_props.append(Property(name=name, value=value))
+    return _Graph(root_ref, refs, meta_props, deps, contained_by, top)
 
-    tool = CdxComponent(
+
+def _tool_component(result: ScanResult) -> CdxComponent:
+    return CdxComponent(
         type=CdxComponentType.APPLICATION,
         name=result.tool.name or "gpusbom",
         version=result.tool.version or None,
-        bom_ref=f"tool:{result.tool.name or 'gpusbom'}@{result.tool.version or 'unknown'}",
+        bom_ref=tool_ref(result),
     )
-    components = [
+
+
+def tool_ref(result: ScanResult) -> str:
+    return f"tool:{result.tool.name or 'gpusbom'}@{result.tool.version or 'unknown'}"
+
+
+def build_bom(result: ScanResult, spec: SchemaVersion, *, skeleton: bool = False) -> Bom:
+    """The scan result as a cyclonedx-python-lib ``Bom`` (deterministic for the same result).
+    ``skeleton``: without its components and dependencies (the metadata, the serial number
+    and the vulnerabilities only: the fast JSON path writes the rest itself)."""
+    g = _graph(result)
+    root_ref, refs, meta_props, deps, contained_by, top = (
+        g.root_ref, g.refs, g.meta_props, g.deps, g.contained_by, g.top)
+    tool = _tool_component(result)
+    components = [] if skeleton else [
         _to_cdx_component(c, spec, sorted(contained_by.get(c.bom_ref, [])))
         for c in sorted(result.components, key=lambda c: c.bom_ref)
     ]
@@ -380,7 +439,7 @@ def build_bom(result: ScanResult, spec: SchemaVersion) -> Bom:
         for cc in components:
             pairs = component_probe_pairs(result, str(cc.bom_ref.value))
             cc.properties.update(Property(name=n, value=v) for n, v in pairs)
-    dependencies = [
+    dependencies = [] if skeleton else [
         Dependency(ref=BomRef(root_ref), dependencies=[Dependency(ref=BomRef(r)) for r in sorted(top)])
     ] + [
         Dependency(ref=BomRef(r), dependencies=[Dependency(ref=BomRef(d)) for d in sorted(ds)])
@@ -444,7 +503,14 @@ def _explicit_depends_on(text: str) -> str:
     return dumps_indented(doc, indent=2)
 
 
-def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion) -> str:
+def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion, *,
+           fast: Callable[[ScanResult, SchemaVersion], str | None] | None = None) -> str:
+    """The document; ``fast``: what writes JSON first, the library where it returns None
+    (the writer passes ``_cyclonedx_fast.render_json``: the same bytes)."""
+    if fast is not None and output_format is OutputFormat.JSON:
+        text = fast(result, spec)
+        if text is not None:
+            return text
     bom = build_bom(result, spec)
     with warnings.catch_warnings():
         # the library warns about things we decide on purpose (e.g. 1.5 feature drops)
@@ -459,9 +525,10 @@ def render(result: ScanResult, output_format: OutputFormat, spec: SchemaVersion)
     return text if text.endswith("\n") else text + "\n"
 
 
-def write(result: ScanResult, out: TextIO, options: WriterOptions, xml: bool) -> None:
+def write(result: ScanResult, out: TextIO, options: WriterOptions, xml: bool,
+          fast: Callable[[ScanResult, SchemaVersion], str | None] | None = None) -> None:
     fmt = OutputFormat.XML if xml else OutputFormat.JSON
-    text = render(result, fmt, _schema(options))
+    text = render(result, fmt, _schema(options), fast=fast)
     if options.cyclonedx_compat and not xml:
         text = _single_identity(text) + "\n"
     out.write(text)

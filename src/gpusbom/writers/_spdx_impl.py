@@ -128,6 +128,15 @@ def _parse_license(values: list[str]) -> tuple[object, list[str]]:
     return expr, sorted(set(refs))
 
 
+def warm() -> None:
+    """What the first package's licence costs otherwise (spdx-tools' licensing builds its
+    tokenizer on its first parse, ~0.03 CPU-s; ``licenses.warm``): see ``Writer.imports``."""
+    from ..licenses import warm as warm_licenses
+
+    warm_licenses()
+    _parse_license(["MIT", "LicenseRef-x"])
+
+
 def _is_known(key: str) -> bool:
     return key in spdx_licensing.known_symbols
 
@@ -483,13 +492,13 @@ def _drop_duplicates(doc: Document) -> Document:
 
 
 def render_json(result: ScanResult, out: TextIO) -> None:
-    from spdx_tools.spdx.jsonschema.document_converter import DocumentConverter
-
     from ._jsonfast import dumps_indented
+    from ._spdx_convert import convert_document
 
     # what json_writer.write_document_to_stream(indent=4) writes, its categories fixed, in
-    # one pass (it was written, parsed again and written again)
-    doc = DocumentConverter().convert(_drop_duplicates(_validated(result)))  # type: ignore[no-untyped-call]
+    # one pass (it was written, parsed again and written again); the library's converter's
+    # dict, its packages and relationships through a table (_spdx_convert)
+    doc = convert_document(_drop_duplicates(_validated(result)))
     _json_categories(doc)
     out.write(dumps_indented(doc, indent=4))
     out.write("\n")

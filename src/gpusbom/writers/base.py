@@ -41,8 +41,12 @@ class Writer(ABC):
     #: True when the output is meant for a terminal (the default output)
     for_humans: ClassVar[bool] = False
     #: modules ``write`` imports on first use; a scan that has cores to spare imports them
-    #: while it waits (``writers.asked_modules``)
+    #: while it waits (``writers.asked_modules``); ``module:function`` also calls that
+    #: function of the module then (no arguments: tables its first use would build)
     imports: ClassVar[tuple[str, ...]] = ()
+    #: its document id hashes the whole scan (``_common.document_uuid``): with several
+    #: outputs forked, the hash is computed once and sent to the children that need it
+    document_id: ClassVar[bool] = False
 
     @abstractmethod
     def write(self, result: Any, out: TextIO, options: WriterOptions) -> None:

@@ -15,12 +15,17 @@ from .base import Writer, WriterOptions
 
 class _CycloneDxWriter(Writer):
     xml: ClassVar[bool] = False
-    imports = ("gpusbom.writers._cyclonedx_impl",)
+    imports = ("gpusbom.writers._cyclonedx_impl", "gpusbom.writers._cyclonedx_fast",
+               "gpusbom.licenses:warm")
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
-        from . import _cyclonedx_impl
+        from . import _cyclonedx_fast, _cyclonedx_impl
 
-        _cyclonedx_impl.write(result, out, options, xml=self.xml)
+        # JSON's components and dependencies written directly where that gives the
+        # library's bytes (_cyclonedx_fast), else all by cyclonedx-python-lib
+        _cyclonedx_impl.write(result, out, options, xml=self.xml,
+                              fast=_cyclonedx_fast.render_json)
 
 
 @register
@@ -47,6 +52,7 @@ def build_bom(result: ScanResult, spec: object) -> object:
 class CycloneDxVexWriter(Writer):
     format = "cyclonedx-vex"
     description = "CycloneDX 1.6 VEX (JSON): the advisory findings with their analysis"
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _vex_impl

@@ -12,6 +12,7 @@ from .base import Writer, WriterOptions
 @register
 class OpenVexWriter(Writer):
     format = "openvex"
+    document_id = True
     description = ("OpenVEX 0.2.0: not_affected (with justification) / affected / "
                    "under_investigation per advisory finding")
 

@@ -12,11 +12,18 @@ from ..model import ScanResult
 from . import register
 from .base import Writer, WriterOptions
 
+#: what writing SPDX imports (spdx-tools: ~0.17 CPU-s on a 2-core VM), imported beside a
+#: host's walk (``Writer.imports``) rather than after the scan, in the output's child
+_IMPORTS = ("gpusbom.writers._spdx_impl", "gpusbom.writers._spdx_validate",
+            "gpusbom.writers._spdx_impl:warm")
+
 
 @register
 class SpdxJsonWriter(Writer):
     format = "spdx-json"
     description = "SPDX 2.3 JSON"
+    imports = _IMPORTS + ("gpusbom.writers._spdx_convert",)
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _spdx_impl
@@ -28,6 +35,8 @@ class SpdxJsonWriter(Writer):
 class SpdxTagValueWriter(Writer):
     format = "spdx-tag-value"
     description = "SPDX 2.3 tag-value"
+    imports = _IMPORTS
+    document_id = True
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
         from . import _spdx_impl

@@ -16,6 +16,7 @@ from .base import Writer, WriterOptions
 @register
 class Spdx3JsonWriter(Writer):
     format = "spdx3-json"
+    document_id = True
     description = "SPDX 3.0.1 JSON-LD"
 
     def write(self, result: ScanResult, out: TextIO, options: WriterOptions) -> None:
