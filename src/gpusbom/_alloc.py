@@ -27,6 +27,7 @@ TRIM_THRESHOLD = 32 << 20
 ARENA_MAX = 4
 
 _done = False
+_tuned = False  # tune_allocator applied its settings
 
 
 def tune_allocator() -> bool:
@@ -53,4 +54,21 @@ def tune_allocator() -> bool:
     ok = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
     ok = bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)) and ok
     ok = bool(mallopt(M_ARENA_MAX, ARENA_MAX)) and ok
+    global _tuned
+    _tuned = ok
     return ok
+
+
+def release_free() -> None:
+    """Give the allocator's free memory back to the system (glibc's ``malloc_trim``), once
+    the layers are read: with the thresholds above, the arenas keep what the layer threads
+    freed, and the collectors and the outputs then allocate on top of it (the scan's peak
+    RSS was there). Nothing where :func:`tune_allocator` did not apply its settings."""
+    if not _tuned:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # pragma: no cover - glibc has it since 2.0
+        pass
