@@ -25,6 +25,9 @@ _OUT_QUEUE_DEPTH = 4  # decompressed chunks (up to 4 MiB) in flight, per queue
 #: cores and a deeper queue only holds more bytes (nvidia-wheels fixture, 2-core VM: with
 #: ``fsview.types.ANALYZER_BACKLOG_SMALL``, peak RSS 123 MiB instead of 142, wall the same)
 _OUT_QUEUE_DEPTH_SMALL = 2
+#: raw chunks in flight there (same measure, with ``gpusbom._alloc.ARENA_MAX_SMALL``: 111 ->
+#: 98 MiB on nvidia-wheels, 173 -> 135 MiB on the 12-layer gzip synthetic image)
+_QUEUE_DEPTH_SMALL = 4
 
 
 class _Stopped(Exception):
@@ -99,8 +102,9 @@ class DecompressedStream(io.BufferedIOBase):
         # a thread in between would only add a hand-off per chunk under that lock
         if threaded and pipeline.parallel is None and pipeline.parallel_zstd is None:
             stop = self._stop
-            raw_chan = _Chan(stop)
-            out_depth = _OUT_QUEUE_DEPTH_SMALL if few_cpus() else _OUT_QUEUE_DEPTH
+            few = few_cpus()
+            raw_chan = _Chan(stop, _QUEUE_DEPTH_SMALL if few else _QUEUE_DEPTH)
+            out_depth = _OUT_QUEUE_DEPTH_SMALL if few else _OUT_QUEUE_DEPTH
             out_chan = _Chan(stop, out_depth)
             self._out_chan = out_chan
             p = pipeline
