@@ -322,6 +322,14 @@ class _Decoder:
         eax_insn: Any = None
         end = entry
         for insn in self.cs.disasm(data, entry):
+            if self.arg and not holders:
+                # no register holds the out-parameter any more and none can again (only a
+                # copy from a holder makes one): the rest of this sweep finds nothing and
+                # follows no call. It is only counted (the budget, the notes), undetailed:
+                # the detailed decode was most of a getter's time (cudart's leaf is followed
+                # by 4 KiB of other functions)
+                self._count_rest(data, entry, insn.address)
+                return
             end = insn.address + insn.size
             if self.budget <= 0:
                 self.notes.append(f"instruction budget spent at {insn.address:#x}")
@@ -399,6 +407,20 @@ class _Decoder:
                 holders = holders - {rr}
                 if rr == "rax":
                     eax = None
+        if end < entry + len(data) and end < self.code.addr + self.code.size:
+            self.notes.append(f"undecodable instruction at {end:#x}")
+
+    def _count_rest(self, data: bytes, entry: int, at: int) -> None:
+        """The rest of :meth:`function`'s sweep from ``at`` where it can find nothing: each
+        instruction spends budget, as there, and the same notes are made. ``disasm_lite``
+        decodes the same instructions without their details."""
+        end = at
+        for address, size, _, _ in self.cs.disasm_lite(data[at - entry :], at):
+            end = address + size
+            if self.budget <= 0:
+                self.notes.append(f"instruction budget spent at {address:#x}")
+                return
+            self.budget -= 1
         if end < entry + len(data) and end < self.code.addr + self.code.size:
             self.notes.append(f"undecodable instruction at {end:#x}")
 

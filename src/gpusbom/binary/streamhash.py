@@ -42,9 +42,9 @@ class _HashState:
         self.inflight_bytes = 0
 
     def submit(self, pool: ThreadPoolExecutor, fn: Callable[..., Any], *args: Any, n: int) -> Future[Any]:
-        """Run ``fn(*args)`` on ``pool`` once fewer than ``fsview.types.ANALYZER_BACKLOG``
+        """Run ``fn(*args)`` on ``pool`` once fewer than ``fsview.types.analyzer_backlog()``
         bytes wait (``n``: the bytes it hashes); waits on the oldest jobs first."""
-        limit = _fstypes.ANALYZER_BACKLOG
+        limit = _fstypes.analyzer_backlog()
         while True:
             with self.lock:
                 inflight = self.inflight
@@ -108,7 +108,7 @@ class StreamSha256:
     lock, so the hash of a big binary runs beside the device-code search and the inflate
     instead of after them. Pieces are gathered into jobs of :data:`_HASH_BATCH` bytes and
     hashed in order (one single-thread executor per file, FIFO); at most
-    ``fsview.types.ANALYZER_BACKLOG`` bytes of all files wait (bounded memory). A file under
+    ``fsview.types.analyzer_backlog()`` bytes of all files wait (bounded memory). A file under
     :data:`_HASH_INLINE_MAX` is hashed inline at its end (a hand-off would cost more).
 
     :meth:`digest_later` ends the file without waiting: the hash of its last bytes goes on

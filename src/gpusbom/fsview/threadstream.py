@@ -17,9 +17,17 @@ from collections.abc import Callable
 from typing import Any
 
 from .decode import RAW_CHUNK, DecodePipeline
+from .types import few_cpus
 
 _QUEUE_DEPTH = 8  # raw chunks (1 MiB) in flight
 _OUT_QUEUE_DEPTH = 4  # decompressed chunks (up to 4 MiB) in flight, per queue
+#: per queue on 2 CPUs or fewer (``fsview.types.few_cpus``), where the stages share the
+#: cores and a deeper queue only holds more bytes (nvidia-wheels fixture, 2-core VM: with
+#: ``fsview.types.ANALYZER_BACKLOG_SMALL``, peak RSS 123 MiB instead of 142, wall the same)
+_OUT_QUEUE_DEPTH_SMALL = 2
+#: raw chunks in flight there (same measure, with ``gpusbom._alloc.ARENA_MAX_SMALL``: 111 ->
+#: 98 MiB on nvidia-wheels, 173 -> 135 MiB on the 12-layer gzip synthetic image)
+_QUEUE_DEPTH_SMALL = 4
 
 
 class _Stopped(Exception):
@@ -94,8 +102,10 @@ class DecompressedStream(io.BufferedIOBase):
         # a thread in between would only add a hand-off per chunk under that lock
         if threaded and pipeline.parallel is None and pipeline.parallel_zstd is None:
             stop = self._stop
-            raw_chan = _Chan(stop)
-            out_chan = _Chan(stop, _OUT_QUEUE_DEPTH)
+            few = few_cpus()
+            raw_chan = _Chan(stop, _QUEUE_DEPTH_SMALL if few else _QUEUE_DEPTH)
+            out_depth = _OUT_QUEUE_DEPTH_SMALL if few else _OUT_QUEUE_DEPTH
+            out_chan = _Chan(stop, out_depth)
             self._out_chan = out_chan
             p = pipeline
             p._hash_raw_inline = False
@@ -134,7 +144,7 @@ class DecompressedStream(io.BufferedIOBase):
             p._raw_read = from_raw_chan
 
             if p.out_hash is not None:
-                hash_chan = _Chan(stop, _OUT_QUEUE_DEPTH)
+                hash_chan = _Chan(stop, out_depth)
                 self._hash_chan = hash_chan
                 out_hash = p.out_hash
 

@@ -20,6 +20,31 @@ from ..model import LayerRef
 #: ``sources.schedule`` was measured with.
 ANALYZER_BACKLOG = 64 << 20
 ANALYZER_BACKLOG_WORKER = 16 << 20
+#: the most held back on a machine of 2 CPUs or fewer (:func:`analyzer_backlog`)
+ANALYZER_BACKLOG_SMALL = 8 << 20
+
+
+def few_cpus() -> bool:
+    """This process may run on 2 CPUs or fewer (its affinity mask; asked once)."""
+    global _FEW_CPUS
+    if _FEW_CPUS is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        _FEW_CPUS = cpus <= 2
+    return _FEW_CPUS
+
+
+_FEW_CPUS: bool | None = None
+
+
+def analyzer_backlog() -> int:
+    """The backlog in effect: :data:`ANALYZER_BACKLOG`, at most :data:`ANALYZER_BACKLOG_SMALL`
+    on 2 CPUs or fewer. There the hashing threads share the cores with the reader and the
+    parser, so bytes held ahead of them make nothing faster: they only raise the peak
+    memory, the more the faster the parser is (see ``fsview.threadstream``)."""
+    return min(ANALYZER_BACKLOG, ANALYZER_BACKLOG_SMALL) if few_cpus() else ANALYZER_BACKLOG
 
 
 class StreamAnalyzer(Protocol):

@@ -59,6 +59,9 @@ class ImageSource(TargetSource):
             finally:
                 if layer_cache is not None:
                     layer_cache.close()
+            from .._alloc import release_free
+
+            release_free()  # what the layer threads freed (gpusbom._alloc)
             view: FsView | None = getattr(read, "view", None)
             with stagetime.stage("squash"):
                 fs = view if view is not None else squash(read.layers, req.limits)
