@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from fixtures.build import FixturePaths, ensure
+from golden_files import read
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "data"
@@ -149,8 +150,9 @@ def test_scan_help_is_grouped_in_panels() -> None:
 def _native_goldens() -> list[Path]:
     out = []
     for p in sorted(GOLDEN.rglob("*")):
-        if p.is_file() and (p.name == "json" or p.suffix == ".json"):
-            doc = json.loads(p.read_text())
+        name = p.name.removesuffix(".gz")
+        if p.is_file() and (name == "json" or name.endswith(".json")):
+            doc = json.loads(read(p))
             if isinstance(doc, dict) and doc.get("schema") == "gpusbom/scan/1":
                 out.append(p)
     return out
@@ -168,7 +170,7 @@ def test_schema_validates_every_json_golden() -> None:
     assert len(goldens) >= 10, goldens  # every scan case of tests/golden
     for path in goldens:
         errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(
-            json.loads(path.read_text()))]
+            json.loads(read(path)))]
         assert errors == [], (path, errors[:3])
 
 

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from golden_files import goldens, read
 
 from gpusbom.collectors.strategies import P_DIR, P_ENV, P_FILE, P_FINGERPRINT, P_HEADER, P_PKG, P_VJSON
 from gpusbom.identification import CONFIDENCE_SCORE, LEVELS, annotate, decided_by
@@ -88,13 +89,13 @@ def test_fusion_keeps_each_products_identification() -> None:
 
 
 def _golden_json() -> list[Path]:
-    return sorted(GOLDEN.glob("*/json"))
+    return goldens("json")
 
 
 def test_every_component_of_the_corpus_says_how_and_how_sure() -> None:
     n = 0
     for path in _golden_json():
-        doc = json.loads(path.read_text())
+        doc = json.loads(read(path))
         for c in doc.get("components", []):
             props = c.get("properties") or {}
             assert props.get("identification-method"), (path.parent.name, c["name"])
@@ -107,8 +108,8 @@ def test_cyclonedx_identity_confidence_is_the_deciding_level() -> None:
     from decimal import Decimal
 
     n = 0
-    for path in sorted(GOLDEN.glob("*/cdx.json")):
-        doc = json.loads(path.read_text())
+    for path in goldens("cdx.json"):
+        doc = json.loads(read(path))
         for c in doc.get("components", []):
             props = {p["name"]: p["value"] for p in c.get("properties", [])}
             level = props.get("gpusbom:identification-confidence")

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_files import goldens, read
 
 from gpusbom.fingerprints import FingerprintDB, Record, Release, ReleaseIndex
 from gpusbom.fingerprints.active import load_bundled
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN_JSON = [*sorted((ROOT / "tests" / "golden" / "data").glob("*/json")),
+GOLDEN_JSON = [*goldens("json"),
                ROOT / "tests" / "e2e" / "golden" / "demo.json"]
 
 
@@ -142,7 +143,7 @@ def test_every_version_reported_over_the_corpus_is_a_release() -> None:
     seen = bad = 0
     problems = []
     for path in GOLDEN_JSON:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read(path))
         for product, version, where in _reported(doc):
             check = idx.check(product, version)
             if check is None:  # a product no vendor list covers (CUTLASS, cuSPARSELt ...)

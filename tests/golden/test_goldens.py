@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from golden_files import read as read_golden
 
 from fixtures.build import FixturePaths, ensure
 from fixtures.fetch import cache_root
@@ -352,11 +353,6 @@ def _write_golden(path: Path, text: str) -> None:
         path.write_bytes(data)
 
 
-def _read_golden(path: Path) -> str:
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[Ctx]:
     (tmp_path / "fixtures").symlink_to(cache_root().resolve(), target_is_directory=True)
@@ -375,7 +371,7 @@ def test_golden(name: str, ctx: Ctx, request: pytest.FixtureRequest) -> None:
             _write_golden(d / k, v)
         return
     assert d.is_dir(), f"no goldens for {name}: run scripts/update-goldens and review git diff"
-    want = {p.name.removesuffix(".gz"): _read_golden(p) for p in d.iterdir()}
+    want = {p.name.removesuffix(".gz"): read_golden(p) for p in d.iterdir()}
     assert sorted(got) == sorted(want), f"{name}: output files differ from {d}"
     diffs = [k for k in sorted(got) if got[k] != want[k]]
     if diffs:

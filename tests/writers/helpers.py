@@ -185,11 +185,17 @@ def golden_results() -> list[tuple[str, ScanResult]]:
     """Every golden case's scan result (``tests/golden/data/CASE/json``, read back), its
     redacted timestamp replaced: the fixtures' scans, as writers' inputs."""
     import json
+    import sys
     from pathlib import Path
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    try:
+        from golden_files import goldens, read
+    finally:
+        sys.path.pop(0)
     out = []
-    for path in sorted((Path(__file__).parent.parent / "golden" / "data").glob("*/json")):
-        doc = json.loads(path.read_text())
+    for path in goldens("json"):
+        doc = json.loads(read(path))
         if "components" not in doc:
             continue  # not a scan result
         r = ScanResult.from_dict(doc)
