@@ -250,7 +250,9 @@ def test_sha256_mismatch_is_refused_and_nothing_recorded(
 
 def test_hostile_members_are_skipped(tmp_path: Path) -> None:
     """``../`` and absolute names, symlinks (to /etc/passwd, to the real library) and hard
-    links are never read nor written; the regular library still is."""
+    links are never read nor written; nor are a link-time stub (``lib/stubs/libcuda.so``:
+    NVIDIA's archives carry them; not cudart) or a name the database cannot hold; the
+    regular library still is."""
     lib, version = _wheel_lib(CUDART_121, "nvidia/cuda_runtime/lib/libcudart.so.12")
     root = tmp_path / "redist"
     top = f"cuda_cudart-linux-x86_64-{version}-archive"
@@ -262,6 +264,8 @@ def test_hostile_members_are_skipped(tmp_path: Path) -> None:
         (_link(f"{top}/lib/libpasswd.so.1", "/etc/passwd"), None),
         (_link(f"{top}/lib/libup.so.1", "../../../../etc/shadow"), None),
         (_link(f"{top}/lib/libhard.so.1", f"{top}/LICENSE", tarfile.LNKTYPE), None),
+        (_reg(f"{top}/lib/stubs/libcuda.so"), lib),
+        (_reg(f"{top}/lib/libnew\nline.so.1"), lib),
         (_reg(f"{top}/lib/libcudart.so.{version}"), lib),
     ])
     man_path = root / "redistrib_12.1.1.json"
@@ -283,9 +287,11 @@ def test_hostile_members_are_skipped(tmp_path: Path) -> None:
                       ("/tmp/libabsolute.so.12", "absolute or '..' name"),
                       (f"{top}/lib/libpasswd.so.1", "a link (to '/etc/passwd')"),
                       (f"{top}/lib/libup.so.1", "a link"),
-                      (f"{top}/lib/libhard.so.1", "a link")):
+                      (f"{top}/lib/libhard.so.1", "a link"),
+                      (f"{top}/lib/stubs/libcuda.so", "a link-time stub"),
+                      (f"{top}/lib/libnew\nline.so.1", "not a printable file name")):
         assert f"{name!r}: {why}" in joined, joined
-    assert len(notes) == 6
+    assert len(notes) == 8
     # nothing was extracted: the scratch directory holds the archive only, no file escaped
     assert sorted(p.name for p in scratch.iterdir()) == [path.name]
     assert not (tmp_path / top).exists() and not Path("/tmp/libabsolute.so.12").exists()
@@ -421,3 +427,46 @@ def test_url_sources_need_format_version_3() -> None:
     assert FingerprintDB([pypi_rec]).to_document()["format_version"] == FORMAT_VERSION == 2
     url_rec = Record(*url_row)  # type: ignore[arg-type]
     assert FingerprintDB([pypi_rec, url_rec]).to_document()["format_version"] == 3
+
+
+def test_cli_update_with_redistrib(served: tuple[Path, _Server], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpusbom fingerprints update --redistrib URL``: the archive the database lacks is
+    fingerprinted into the user copy (scans use it); a second update adds nothing. The package
+    index is test_update's loopback PEP 691 index (PyPI's stand-in) holding only the
+    cuda-toolkit metapackage written there."""
+    from fingerprints.test_update import _Index, _toolkit_wheel
+    from gpusbom.cli.app import main
+    from gpusbom.fingerprints import active
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("GPUSBOM_CACHE_DIR", str(cache))
+    active.clear()
+    root, srv = served
+    lib, version = _wheel_lib(CUDART_121, "nvidia/cuda_runtime/lib/libcudart.so.12")
+    _cudart_tree(root, lib, version)
+    url = f"{srv.base}/redistrib_12.1.1.json"
+    idx = _Index({"cuda-toolkit": ("cuda_toolkit-12.0.0-py2.py3-none-any.whl", "12.0.0",
+                                   _toolkit_wheel())})
+    try:
+        args = ["fingerprints", "update", "-q", "--index", idx.url,
+                "--dist", "nvidia-cuda-runtime-cu12", "--redistrib", url]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert f"fingerprinted: 1 new wheel(s) or archive(s): {url}#cuda_cudart {version} (1)" \
+            in out, out
+        user = cache / "fingerprints" / "fingerprints.json"
+        assert json.loads(user.read_text())["format_version"] == URL_SOURCE_VERSION
+        active.clear()
+        db = active.load_active()
+        assert db.source == str(user)
+        m = db.lookup(sha256=hashlib.sha256(lib).hexdigest())
+        assert m is not None and (m.product, m.version, m.record.source) == (
+            "cudart", version, f"{url}#cuda_cudart")
+        assert main(args) == 0
+        assert "fingerprinted: 0 new wheel(s)\n" in capsys.readouterr().out
+    finally:
+        idx.server.shutdown()
+        active.clear()

@@ -26,7 +26,8 @@ cuDNN-style manifests add a level per CUDA variant under the platform
   checked against the manifest's sha256 before anything reads it;
 - :func:`fingerprint_archive`: the ``.tar.xz`` read as a stream: only regular members named
   ``lib*.so*`` are read (links, devices, absolute or ``..`` names are skipped and noted;
-  nothing is written out but one scratch file at a time), each fingerprinted by the PyPI
+  link-time stubs under ``stubs/`` are not the library and are skipped too; nothing is
+  written out but one scratch file at a time), each fingerprinted by the PyPI
   path's code (:func:`gpusbom.fingerprints.pypi.fingerprint_member`: SHA-256, size, GNU
   build-id, soname), with the component's manifest ``version`` as the exact version and the
   manifest's URL (``#component``) as the source.
@@ -60,6 +61,8 @@ MAX_ARCHIVE = 8 << 30
 #: the largest library read out of an archive, and all of them together
 MAX_MEMBER = 4 << 30
 MAX_MEMBERS_TOTAL = 32 << 30
+#: the most bytes one archive may unpack to, every member counted (cuDNN 9: ~ 2 GB)
+MAX_UNPACKED = 64 << 30
 #: the most tar members looked at in one archive
 MAX_MEMBERS = 200_000
 PLATFORM = "linux-x86_64"
@@ -336,17 +339,25 @@ def fingerprint_archive(path: Path, manifest: Manifest, archive: Archive, scratc
     source = manifest.source(archive)
     records: list[Record] = []
     notes: list[str] = []
-    total = 0
+    total = unpacked = 0
     try:
         with tarfile.open(path, mode="r|xz") as tf:  # a stream: members in order, once
             for i, member in enumerate(tf):
                 if i >= MAX_MEMBERS:
                     raise UpdateError(f"{path.name}: more than {MAX_MEMBERS} members; refused")
+                unpacked += max(member.size, 0)  # skipped members are decompressed too
+                if unpacked > MAX_UNPACKED:
+                    raise UpdateError(f"{path.name}: more than {MAX_UNPACKED} bytes unpacked; "
+                                      "refused")
                 base = PurePosixPath(member.name).name
                 stem = library_stem(base)
                 if stem is None:
                     continue
                 problem = _member_problem(member)
+                if problem is None and "stubs" in PurePosixPath(member.name).parts[:-1]:
+                    problem = "a link-time stub, not the library"
+                if problem is None and (len(base) > 255 or not base.isprintable()):
+                    problem = "not a printable file name"
                 if problem is not None:
                     notes.append(f"{member.name[:120]!r}: {problem}; skipped")
                     continue
