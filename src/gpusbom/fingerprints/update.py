@@ -6,9 +6,11 @@ is (``gpusbom.advisories.update`` / ``transfer``).
   of NVIDIA's CUDA-component distributions, the ``cuda-toolkit`` metapackage's pins; the
   other lists, built from distro archives and NVIDIA's Dockerfiles, are kept) and fingerprint
   the wheels the database lacks (uploaded since ``since``, no larger than ``max_wheel_mb``:
-  cuDNN's 600 MB wheels only when asked), each checked against the index's sha256. The new
-  database is written to a staged file, loaded back (every row validated), then moved over
-  the user copy with ``os.replace``. Any failure leaves the current database as it was.
+  cuDNN's 600 MB wheels only when asked), each checked against the index's sha256 (with
+  ``redistrib``, also the archives of NVIDIA's ``redistrib_*.json`` manifests the database
+  lacks: ``gpusbom.fingerprints.redistrib``). The new database is written to a staged file,
+  loaded back (every row validated), then moved over the user copy with ``os.replace``. Any
+  failure leaves the current database as it was.
 - :func:`export_db`: the database in use as a file plus ``PATH.sha256``.
 - :func:`import_db`: a file from ``export`` (or the builder), checked against its SHA-256
   (the ``.sha256`` beside it or ``--sha256``), then loaded as hostile input (bounded, JSON
