@@ -298,7 +298,7 @@ def test_hostile_members_are_skipped(tmp_path: Path) -> None:
 
 
 def test_manifest_paths_outside_its_directory_are_skipped(tmp_path: Path) -> None:
-    doc = {"release_label": "12.1.1", "release_product": "cuda"}
+    doc: dict[str, object] = {"release_label": "12.1.1", "release_product": "cuda"}
     for key, rel in (("cuda_cudart", "../cuda_cudart/x.tar.xz"),
                      ("libcublas", "/etc/passwd.tar.xz"),
                      ("libcufft", "https://elsewhere.example/x.tar.xz"),
@@ -335,6 +335,7 @@ def _cudnn_manifest(variants: dict[str, object], version: str) -> bytes:
         "release_date": "2024-04-16", "release_label": "9.1.0", "release_product": "cudnn",
         "cudnn": {"name": "NVIDIA CUDA Deep Neural Network library", "license": "cudnn",
                   "license_path": "cudnn/LICENSE.txt", "version": version,
+                  "cuda_variant": ["11", "12"],  # cuDNN's manifests list them; not read
                   "linux-x86_64": variants,
                   "linux-sbsa": variants}}).encode()
 
@@ -370,16 +371,18 @@ def test_cudnn_style_manifest_end_to_end(served: tuple[Path, _Server], tmp_path:
     bid, soname = _readelf(real)
     top = f"cudnn-linux-x86_64-{version}_cuda12-archive"
     rel = f"cudnn/linux-x86_64/{top}.tar.xz"
-    data = _tar_xz(root / rel, [(_reg(f"{top}/lib/libcudnn.so.{version}"), lib),
-                                (_link(f"{top}/lib/libcudnn.so.9", f"libcudnn.so.{version}"),
+    # NVIDIA's cuDNN archives name the file by three numbers (lib/libcudnn.so.9.1.0)
+    short = ".".join(version.split(".")[:3])
+    data = _tar_xz(root / rel, [(_reg(f"{top}/lib/libcudnn.so.{short}"), lib),
+                                (_link(f"{top}/lib/libcudnn.so.9", f"libcudnn.so.{short}"),
                                  None)])
     (root / "redistrib_9.1.0.json").write_bytes(
         _cudnn_manifest({"cuda12": _entry(rel, data)}, version))
     url = f"{srv.base}/redistrib_9.1.0.json"
     db = load_path(_build(tmp_path, url) / "fingerprints.json")
-    assert [(r.product, r.version, r.soname, r.build_id, r.sha256, r.source)
+    assert [(r.product, r.version, r.file, r.soname, r.build_id, r.sha256, r.source)
             for r in db.records] == [
-        ("cudnn", version, soname, bid, hashlib.sha256(lib).hexdigest(),
+        ("cudnn", version, f"libcudnn.so.{short}", soname, bid, hashlib.sha256(lib).hexdigest(),
          f"{url}#cudnn.cuda12")]
 
 
@@ -470,3 +473,31 @@ def test_cli_update_with_redistrib(served: tuple[Path, _Server], tmp_path: Path,
     finally:
         idx.server.shutdown()
         active.clear()
+
+
+def test_archive_larger_than_the_manifest_says_or_not_xz(tmp_path: Path) -> None:
+    """An archive longer than the manifest's ``size`` is cut off and refused (never read);
+    one whose checksum matches but is no .tar.xz is an error, not a crash."""
+    lib, version = _wheel_lib(CUDART_121, "nvidia/cuda_runtime/lib/libcudart.so.12")
+    root = tmp_path / "redist"
+    man_path = _cudart_tree(root, lib, version)
+    doc = json.loads(man_path.read_text())
+    real_size = int(doc["cuda_cudart"]["linux-x86_64"]["size"])
+    doc["cuda_cudart"]["linux-x86_64"]["size"] = str(real_size - 1)
+    man_path.write_text(json.dumps(doc))
+    man = redistrib.parse_manifest(man_path.read_bytes(), man_path.resolve().as_uri())
+    dest = tmp_path / "dl"
+    dest.mkdir()
+    with pytest.raises(UpdateError, match=f"larger than {real_size - 1} bytes; refused"):
+        redistrib.fetch_archive(None, man, man.archives[0], dest)
+    assert list(dest.iterdir()) == []
+
+    rel = "cuda_cudart/linux-x86_64/not-xz.tar.xz"
+    junk = b"this is not an xz stream" * 10
+    (root / rel).write_bytes(junk)
+    doc["cuda_cudart"]["linux-x86_64"] = _entry(rel, junk)
+    man_path.write_text(json.dumps(doc))
+    man = redistrib.parse_manifest(man_path.read_bytes(), man_path.resolve().as_uri())
+    path = redistrib.fetch_archive(None, man, man.archives[0], dest)
+    with pytest.raises(UpdateError, match="not a readable .tar.xz"):
+        redistrib.fingerprint_archive(path, man, man.archives[0], dest)
