@@ -52,6 +52,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -242,8 +243,16 @@ def build_redistrib(sess: Any, args: Any, done: dict[str, dict[str, Any]], done_
     releases: list[Release] = []
     for ref in args.redistrib or []:
         for one in redistrib.manifest_refs(ref):
+            kept = args.cache / "manifests" / (hashlib.sha256(one.encode()).hexdigest() + ".json")
             try:
-                url, data = redistrib.read_manifest(sess, one)
+                if args.report_only and kept.exists():  # downloading nothing: the copy kept
+                    saved = json.loads(kept.read_text())
+                    url, data = saved["url"], saved["manifest"].encode()
+                else:
+                    url, data = redistrib.read_manifest(sess, one)
+                    kept.parent.mkdir(exist_ok=True)
+                    kept.write_text(json.dumps({"url": url,
+                                                "manifest": data.decode("utf-8", "replace")}))
                 man = redistrib.parse_manifest(data, url)
             except UpdateError as e:
                 print(f"  {e}", file=sys.stderr, flush=True)

@@ -222,6 +222,14 @@ def test_builder_fingerprints_a_served_redistrib_archive(
     # a second run reuses the cached result (done.jsonl) and writes the same rows
     again = load_path(_build(tmp_path, url) / "fingerprints.json")
     assert again.records == db.records
+    # --report-only downloads nothing: with the server gone, the kept manifest and the
+    # cached result give the same rows
+    srv.server.shutdown()
+    srv.server.server_close()
+    out = tmp_path / "out"
+    assert _builder().main(["--no-pypi", "--report-only", "--cache", str(tmp_path / "cache"),
+                            "--out", str(out), "--redistrib", url]) == 0
+    assert load_path(out / "fingerprints.json").records == db.records
 
 
 def test_sha256_mismatch_is_refused_and_nothing_recorded(
