@@ -30,16 +30,29 @@ version seen with what was done with it (``ok``, ``skipped: ...``). Results per 
 in ``<cache>/done.jsonl``, so an interrupted build resumes where it stopped and a later run
 with a larger ``--max-wheel-mb`` adds to it.
 
+NVIDIA's redistributable manifests (``--redistrib URL``, repeatable; a local file or a
+directory of ``redistrib_*.json`` too) are a second source, on a machine that reaches
+``developer.download.nvidia.com``: every linux-x86_64 archive of every component the
+catalog maps to a product is downloaded relative to the manifest (bounded, checked against
+the manifest's sha256 before it is read), its regular ``lib*.so*`` members fingerprinted by
+the same code as a wheel's, with the manifest's component version and the manifest's URL as
+the source (``gpusbom.fingerprints.redistrib``); the components' versions join the release
+lists. ``--no-pypi`` builds from the manifests alone (no PyPI listing, no release lists but
+the curated file's, or the cached ``releases.json``); ``--out DIR`` writes the database and
+the report elsewhere than ``src/gpusbom/data``.
+
 Usage::
 
     scripts/build_fingerprints.py [--since 2023-12-07] [--max-wheel-mb 150]
         [--dist nvidia-cuda-runtime-cu12 ...] [--cache ~/.cache/gpusbom-fingerprints]
-        [--report-only]
+        [--redistrib https://developer.download.nvidia.com/compute/cuda/redist/redistrib_12.4.1.json ...]
+        [--no-pypi] [--out DIR] [--report-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -52,6 +65,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpusbom.catalog import names  # noqa: E402
+from gpusbom.fingerprints import redistrib  # noqa: E402
 from gpusbom.fingerprints.database import (  # noqa: E402
     FingerprintDB,
     Record,
@@ -63,6 +77,7 @@ from gpusbom.fingerprints.pypi import (  # noqa: E402
     LARGE,
     RELEASE_VERSION_RX,
     SMALL,
+    UpdateError,
     download,
     fingerprint_wheel,
     list_wheels,
@@ -219,20 +234,83 @@ def gather_releases(sess: Any, args: Any) -> dict[str, Any]:
     return doc
 
 
+def build_redistrib(sess: Any, args: Any, done: dict[str, dict[str, Any]], done_path: Path
+                    ) -> tuple[list[dict[str, Any]], list[Release]]:
+    """Fingerprint the archives of every ``--redistrib`` manifest (see the module docstring);
+    (one coverage row per archive or note, the manifests' release rows). Results are kept in
+    ``done`` (keyed by the source and the archive's sha256) like a wheel's."""
+    rows: list[dict[str, Any]] = []
+    releases: list[Release] = []
+    for ref in args.redistrib or []:
+        for one in redistrib.manifest_refs(ref):
+            kept = args.cache / "manifests" / (hashlib.sha256(one.encode()).hexdigest() + ".json")
+            try:
+                if args.report_only and kept.exists():  # downloading nothing: the copy kept
+                    saved = json.loads(kept.read_text())
+                    url, data = saved["url"], saved["manifest"].encode()
+                else:
+                    url, data = redistrib.read_manifest(sess, one)
+                    kept.parent.mkdir(exist_ok=True)
+                    kept.write_text(json.dumps({"url": url,
+                                                "manifest": data.decode("utf-8", "replace")}))
+                man = redistrib.parse_manifest(data, url)
+            except UpdateError as e:
+                print(f"  {e}", file=sys.stderr, flush=True)
+                rows.append({"manifest": one, "archive": "-", "version": "-",
+                             "status": f"refused: {e}"[:300]})
+                continue
+            print(f"{url}: {man.release_product} {man.release_label}, "
+                  f"{len(man.archives)} archive(s)", flush=True)
+            rows += [{"manifest": url, "archive": "-", "version": "-", "status": f"note: {n}"}
+                     for n in man.notes]
+            releases += redistrib.release_rows(man)
+            for a in man.archives:
+                key = f"redistrib:{man.source(a)}@{a.sha256}"
+                row = {"manifest": url, "archive": a.label, "version": a.version, "key": key}
+                rows.append(row)
+                if key in done or args.report_only:
+                    continue
+                print(f"  {a.label} {a.version} ({(a.size or 0) / 1e6:.0f} MB)", flush=True)
+                with tempfile.TemporaryDirectory(dir=args.cache) as tmp:
+                    try:
+                        path = redistrib.fetch_archive(sess, man, a, Path(tmp))
+                        recs, notes = redistrib.fingerprint_archive(path, man, a, Path(tmp))
+                        entry = {"filename": key, "status": "ok",
+                                 "records": [r.__dict__ for r in recs], "notes": notes}
+                    except Exception as e:  # noqa: BLE001 - reported, the build goes on
+                        entry = {"filename": key, "status": f"failed: {e}"[:300],
+                                 "records": []}
+                        print(f"    {entry['status']}", file=sys.stderr, flush=True)
+                done[key] = entry
+                with open(done_path, "a") as f:
+                    f.write(json.dumps(entry) + "\n")
+    return rows, releases
+
+
 def write_outputs(done: dict[str, dict[str, Any]], seen: list[dict[str, Any]], args: Any,
-                  built: str, releases: dict[str, Any] | None = None) -> FingerprintDB:
-    records = [Record(**r) for d in done.values() if d.get("status") == "ok" for r in d["records"]]
+                  built: str, releases: dict[str, Any] | None = None,
+                  redist_rows: list[dict[str, Any]] | None = None) -> FingerprintDB:
+    redist_keys = {r["key"] for r in redist_rows or [] if "key" in r}
+    records = [Record(**r) for k, d in done.items() if d.get("status") == "ok"
+               and (not k.startswith("redistrib:") or k in redist_keys) for r in d["records"]]
     rel = releases or {"releases": [], "complete_from": {}}
     db = FingerprintDB(records, built=built, releases=[Release(*r) for r in rel["releases"]],
                        complete_from=rel["complete_from"])
     text = dumps(db.to_document())
     load_bytes(text.encode(), name="new database")  # the result must load (validation)
-    (DATA / "fingerprints.json").write_text(text)
+    out_dir = Path(getattr(args, "out", None) or DATA)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "fingerprints.json").write_text(text)
     lines = [
         "Fingerprint database coverage (scripts/build_fingerprints.py)",
-        f"built {built}; source: NVIDIA wheels on PyPI ({args.index}), manylinux x86-64, one "
-        f"wheel per version uploaded on or after {args.since}; the status column below says "
-        "which wheels were built and why the others were not",
+        f"built {built}; source: "
+        + ("" if args.no_pypi else
+           f"NVIDIA wheels on PyPI ({args.index}), manylinux x86-64, one wheel per version "
+           f"uploaded on or after {args.since}")
+        + ("; " if not args.no_pypi and args.redistrib else "")
+        + (f"NVIDIA redistrib manifests ({len(args.redistrib)} given), linux-x86_64 archives"
+           if args.redistrib else "")
+        + "; the status columns below say which were built and why the others were not",
         f"records: {len(db)}; products: {len(db.counts())}",
         "",
         "product      files  versions  range",
@@ -292,7 +370,17 @@ def write_outputs(done: dict[str, dict[str, Any]], seen: list[dict[str, Any]], a
         lines.append(f"{w['dist']:26} {w['version']:14} {w['uploaded']:10} {status}"
                      + (f" ({n})" if d and d.get("status") == "ok" else "")
                      + (" [yanked]" if w.get("yanked") else ""))
-    (DATA / "fingerprints-coverage.txt").write_text("\n".join(lines) + "\n")
+    if redist_rows:
+        lines += ["", "NVIDIA redistrib manifest / component[.variant] / version / status "
+                      "(files fingerprinted)"]
+        for row in redist_rows:
+            d = done.get(row.get("key", ""))
+            status = str(row.get("status") or (d["status"] if d else "not built: report only"))
+            n = len((d or {}).get("records", []))
+            lines.append(f"{row['manifest']} {row['archive']:24} {row['version']:14} {status}"
+                         + (f" ({n})" if d and d.get("status") == "ok" else ""))
+            lines += [f"    {note}" for note in (d or {}).get("notes", [])]
+    (out_dir / "fingerprints-coverage.txt").write_text("\n".join(lines) + "\n")
     return db
 
 
@@ -311,12 +399,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="fingerprint again the wheels with a file recorded without build-id")
     ap.add_argument("--report-only", action="store_true",
                     help="write the outputs from what was built, downloading nothing")
+    ap.add_argument("--redistrib", action="append", metavar="URL",
+                    help="an NVIDIA redistrib_*.json manifest (URL, file or directory; "
+                         "repeat)")
+    ap.add_argument("--no-pypi", action="store_true",
+                    help="no PyPI wheels nor PyPI/distro release lists (with --redistrib)")
+    ap.add_argument("--out", type=Path, default=DATA,
+                    help="where fingerprints.json and the coverage report are written")
     args = ap.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     done_path = args.cache / "done.jsonl"
     done = _load_done(done_path)
     sess = session("gpusbom-build-fingerprints/1")
-    dists = args.dist or [*SMALL, *LARGE]
+    dists = [] if args.no_pypi else (args.dist or [*SMALL, *LARGE])
     seen: list[dict[str, Any]] = []
     listing_cache = args.cache / "listing.json"
     listing: dict[str, list[dict[str, Any]]] = (
@@ -357,9 +452,21 @@ def main(argv: list[str] | None = None) -> int:
             done[w["filename"]] = entry
             with open(done_path, "a") as f:
                 f.write(json.dumps(entry) + "\n")
-    releases = gather_releases(sess, args)
-    db = write_outputs(done, seen, args, built, releases)
-    print(f"{len(db)} records written to {DATA / 'fingerprints.json'}")
+    redist_rows, redist_releases = build_redistrib(sess, args, done, done_path)
+    if args.no_pypi:
+        cached = args.cache / "releases.json"
+        releases = (dict(json.loads(cached.read_text())) if cached.exists() else
+                    {"releases": sorted({(r.product, r.version, r.source)
+                                         for r in vendor_file_releases()}),
+                     "complete_from": {}})
+    else:
+        releases = gather_releases(sess, args)
+    releases = {"releases": sorted({*map(tuple, releases["releases"]),
+                                    *((r.product, r.version, r.source)
+                                      for r in redist_releases)}),
+                "complete_from": releases["complete_from"]}
+    db = write_outputs(done, seen, args, built, releases, redist_rows)
+    print(f"{len(db)} records written to {args.out / 'fingerprints.json'}")
     return 0
 
 

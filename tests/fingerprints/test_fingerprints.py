@@ -133,7 +133,7 @@ def test_lookup_by_sha256_then_build_id_and_ambiguous_keys() -> None:
     (b"\xff\xfe", "not valid JSON"),
     (b"[]", "not a JSON object"),
     (json.dumps({"format": "other"}).encode(), "format is 'other'"),
-    (json.dumps({"format": FORMAT, "format_version": 3}).encode(), "format_version 3"),
+    (json.dumps({"format": FORMAT, "format_version": 4}).encode(), "format_version 4"),
     (json.dumps({"format": FORMAT, "format_version": 1, "columns": ["product"],
                  "rows": []}).encode(), "columns must be"),
     (_doc([[*_ROW[:1], "1.2.2; rm -rf", *_ROW[2:]]]), "row 0: bad version"),

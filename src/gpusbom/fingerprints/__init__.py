@@ -7,7 +7,9 @@ exact version (issue #38).
   version read from a binary (a release, not one, or not listed);
 - ``active``: the snapshot shipped with gpusbom (``gpusbom/data/fingerprints.json``, built by
   ``scripts/build_fingerprints.py`` from NVIDIA's wheels on PyPI; its coverage report is
-  ``gpusbom/data/fingerprints-coverage.txt``).
+  ``gpusbom/data/fingerprints-coverage.txt``);
+- ``redistrib``: NVIDIA's ``redistrib_*.json`` manifests and their archives as a second
+  source (``--redistrib`` of the builder and of ``gpusbom fingerprints update``).
 
 A file whose build-id or SHA-256 is in the database is identified exactly (confidence
 ``exact``): the ``cuda`` collector gives it the database's product and version above every

@@ -18,7 +18,8 @@ One JSON document (UTF-8, never pickle: a database file is input like any other)
 ``version`` the exact release the artifact's own metadata names, ``file`` the file's name in
 the artifact, ``soname`` its ``DT_SONAME`` (or null), ``build_id`` its GNU build-id (lowercase
 hex, or null), ``size`` its length in bytes, ``source`` the artifact
-(``pypi:<distribution>==<version>``).
+(``pypi:<distribution>==<version>``; from format version 3, also the URL of an NVIDIA
+redistrib manifest with the component as fragment: :data:`URL_SOURCE_RX`).
 
 Format version 2 adds two optional sections (a version 1 document has neither):
 
@@ -28,6 +29,10 @@ Format version 2 adds two optional sections (a version 1 document has neither):
 - ``complete_from``: per product, the release from which ``releases`` lists *every*
   release (NVIDIA's ``cuda-toolkit`` metapackage pins each component of every CUDA release
   since 12.0.0); a version at or above it that is not listed is not a release.
+
+Format version 3 is version 2 whose ``source`` may also be a redistrib manifest's URL
+(``gpusbom.fingerprints.redistrib``); a database without such a row is written as version 2,
+so that a gpusbom reading 1 and 2 still reads it.
 
 ``built`` is the build's UTC time, ``YYYY-MM-DDTHH:MM:SSZ`` (a user copy is used when it is
 not older than the bundled snapshot: the comparison needs that form).
@@ -57,6 +62,8 @@ __all__ = [
     "MAX_DB_BYTES",
     "MAX_ROWS",
     "RELEASE_COLUMNS",
+    "URL_SOURCE_RX",
+    "URL_SOURCE_VERSION",
     "FingerprintDB",
     "FingerprintError",
     "Match",
@@ -67,9 +74,13 @@ __all__ = [
 ]
 
 FORMAT = "gpusbom-fingerprints"
-#: the version this gpusbom writes; it reads this one and the ones before it
+#: the version this gpusbom writes for a database whose sources are all PyPI wheels; it
+#: reads this one, the ones before it and :data:`URL_SOURCE_VERSION`
 FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
+#: the version written when a record's source is a redistrib manifest's URL (a gpusbom that
+#: reads only 1 and 2 says "a newer gpusbom wrote it" instead of "bad source")
+URL_SOURCE_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 COLUMNS = ("product", "version", "file", "soname", "build_id", "sha256", "size", "source")
 RELEASE_COLUMNS = ("product", "version", "source")
 #: the largest database file read (the bundled one is a few hundred KiB)
@@ -84,6 +95,13 @@ _VERSION_RX = re.compile(r"[0-9]+(?:\.[0-9]+){0,5}(?:(?:a|b|rc)[0-9]+)?(?:\.post
 _HEX_RX = re.compile(r"(?:[0-9a-f]{2}){1,64}")
 _SHA256_RX = re.compile(r"[0-9a-f]{64}")
 _SOURCE_RX = re.compile(r"[a-z0-9]+:[A-Za-z0-9._+-]{1,200}==[A-Za-z0-9._+!-]{1,64}")
+#: format version 3: the URL of an NVIDIA redistrib manifest, ``#`` the component (and CUDA
+#: variant) whose archive held the file: ``https://developer.download.nvidia.com/compute/
+#: cuda/redist/redistrib_12.4.1.json#cuda_cudart``, ``file:///.../redistrib_9.1.0.json#cudnn.
+#: cuda12``; no user, query or ``..``
+URL_SOURCE_RX = re.compile(
+    r"(?:https?://[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5})?|file://)"
+    r"(?!.*/\.\.?(?:/|#))/[A-Za-z0-9._~%+/-]{1,400}\.json#[A-Za-z0-9_.-]{1,64}")
 #: where a release is listed: ``pypi-index:nvidia-cublas-cu12``, ``pypi:cuda-toolkit==12.4.1``,
 #: ``nvidia-dockerfile:dist/10.2/ubuntu18.04/runtime/Dockerfile``, ``ubuntu:focal/libcublas10``
 _RELEASE_SOURCE_RX = re.compile(r"[a-z0-9][a-z0-9-]{0,31}:[A-Za-z0-9._+=/~-]{1,200}")
@@ -152,7 +170,7 @@ def _check_version(version: Any, where: str) -> str:
     return version
 
 
-def _row(raw: Any, where: str) -> Record:
+def _row(raw: Any, where: str, fmt_version: int = FORMAT_VERSION) -> Record:
     if not isinstance(raw, list) or len(raw) != len(COLUMNS):
         raise _bad(where, f"a row of {len(COLUMNS)} values expected")
     product, version, file, soname, build_id, sha256, size, source = raw
@@ -170,7 +188,9 @@ def _row(raw: Any, where: str) -> Record:
         raise _bad(where, f"bad sha256 {sha256!r}")
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size < 1 << 40:
         raise _bad(where, f"bad size {size!r}")
-    if not isinstance(source, str) or not _SOURCE_RX.fullmatch(source):
+    if not isinstance(source, str) or not (
+            _SOURCE_RX.fullmatch(source)
+            or (fmt_version >= URL_SOURCE_VERSION and URL_SOURCE_RX.fullmatch(source))):
         raise _bad(where, f"bad source {source!r}")
     return Record(product, version, file, soname, build_id, sha256, size, source)
 
@@ -267,8 +287,10 @@ class FingerprintDB:
         rows = sorted(
             ([r.product, r.version, r.file, r.soname, r.build_id, r.sha256, r.size, r.source]
              for r in self.records), key=key)
+        version = (URL_SOURCE_VERSION if any(URL_SOURCE_RX.fullmatch(r.source)
+                                             for r in self.records) else FORMAT_VERSION)
         doc: dict[str, Any] = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "built": self.built,
+            "format": FORMAT, "format_version": version, "built": self.built,
             "builder": "scripts/build_fingerprints.py", "columns": list(COLUMNS),
             "rows": rows,
             "releases": {"columns": list(RELEASE_COLUMNS), "rows": sorted(
@@ -338,7 +360,7 @@ def _parse(doc: Any, name: str) -> tuple[list[Record], list[Release], dict[str, 
     total = len(rows) + len(rel_rows)
     if total > MAX_ROWS:
         raise _bad(name, f"{total} rows (more than {MAX_ROWS})")
-    records = [_row(raw, f"{name} row {i}") for i, raw in enumerate(rows)]
+    records = [_row(raw, f"{name} row {i}", version) for i, raw in enumerate(rows)]
     releases = [_release_row(raw, f"{name} release row {i}") for i, raw in enumerate(rel_rows)]
     cf = doc.get("complete_from", {})
     if not isinstance(cf, dict):

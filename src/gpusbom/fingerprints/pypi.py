@@ -25,14 +25,15 @@ import zipfile
 from collections.abc import Callable, Iterable
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..catalog import names
 from ..errors import InputError
 from .database import Record, Release
 
-__all__ = ["LARGE", "SMALL", "UpdateError", "download", "fingerprint_wheel", "index_versions",
-           "list_wheels", "release_dists", "release_rows", "session", "toolkit_pins"]
+__all__ = ["LARGE", "SMALL", "UpdateError", "download", "fingerprint_member",
+           "fingerprint_wheel", "index_versions", "library_stem", "list_wheels", "product_of",
+           "release_dists", "release_rows", "session", "toolkit_pins"]
 
 #: small-to-moderate wheels (cu11, cu12 and the cu13 suffix-less names)
 SMALL = [
@@ -189,7 +190,8 @@ def _soname(path: Path) -> str | None:
     return None
 
 
-def _product(stem: str, wheel_product: str) -> str:
+def product_of(stem: str, wheel_product: str) -> str:
+    """The product of a library: its stem's (the ``cuda`` collector's), else the package's."""
     own = names.libraries("cuda").get(stem)
     if own is not None:
         return own
@@ -207,11 +209,54 @@ def _metadata_version(zf: zipfile.ZipFile) -> str | None:
     return HeaderParser().parsestr(head).get("Version")
 
 
+def library_stem(name: str) -> str | None:
+    """The library stem of a shared library's file name (``libcudart`` of
+    ``libcudart.so.12.4.127``); None for anything else."""
+    m = _SO_RX.match(name)
+    return m.group("stem") if m else None
+
+
+def fingerprint_member(src: IO[bytes], base: str, product: str, version: str, source: str,
+                       scratch: Path, *, limit: int = 8 << 30) -> Record | None:
+    """The record of one library read from ``src`` (a wheel's or an archive's member, read
+    once): SHA-256, size, GNU build-id and ``DT_SONAME``; None when it is not ELF (a linker
+    script). The bytes go to a scratch file in ``scratch`` (deleted) for pyelftools; more
+    than ``limit`` bytes raise :class:`UpdateError`."""
+    from ..binary.buildid import BuildIdReader
+
+    h = hashlib.sha256()
+    bid_reader = BuildIdReader()  # what a scan's stream scanner reads, the same way
+    magic = b""
+    size = 0
+    with tempfile.NamedTemporaryFile(dir=scratch, prefix=".member-", delete=False) as dst:
+        tmp = Path(dst.name)
+        try:
+            for chunk in iter(lambda: src.read(_CHUNK), b""):
+                size += len(chunk)
+                if size > limit:
+                    raise UpdateError(f"{base}: larger than {limit} bytes")
+                h.update(chunk)
+                bid_reader.feed(chunk)
+                magic = (magic + chunk[:4])[:4]
+                dst.write(chunk)
+        except BaseException:
+            dst.close()
+            tmp.unlink()
+            raise
+    try:
+        if magic != b"\x7fELF":
+            return None  # a linker script or other non-ELF .so
+        bid = bid_reader.close()
+        soname = _soname(tmp)
+    finally:
+        tmp.unlink()
+    return Record(product=product, version=version, file=base, soname=soname, build_id=bid,
+                  sha256=h.hexdigest(), size=size, source=source)
+
+
 def fingerprint_wheel(path: Path, wheel: dict[str, Any], scratch: Path) -> list[Record]:
     """The records of the ELF shared libraries in one wheel (each member read once)."""
     from packaging.version import Version
-
-    from ..binary.buildid import BuildIdReader
 
     wheel_product = names.cuda_wheel(wheel["dist"])
     if wheel_product is None:
@@ -229,31 +274,11 @@ def fingerprint_wheel(path: Path, wheel: dict[str, Any], scratch: Path) -> list[
             m = _SO_RX.match(base)
             if info.is_dir() or m is None or info.file_size == 0:
                 continue
-            h = hashlib.sha256()
-            bid_reader = BuildIdReader()  # what a scan's stream scanner reads, the same way
-            magic = b""
-            size = 0
-            with tempfile.NamedTemporaryFile(dir=scratch, prefix=".member-", delete=False) as dst, \
-                    zf.open(info) as src:
-                tmp = Path(dst.name)
-                for chunk in iter(lambda: src.read(_CHUNK), b""):  # noqa: B023 - used at once
-                    h.update(chunk)
-                    bid_reader.feed(chunk)
-                    magic = (magic + chunk[:4])[:4]
-                    size += len(chunk)
-                    dst.write(chunk)
-            try:
-                if magic != b"\x7fELF":
-                    continue  # a linker script or other non-ELF .so
-                bid = bid_reader.close()
-                soname = _soname(tmp)
-            finally:
-                tmp.unlink()
-            out.append(Record(
-                product=_product(m.group("stem"), wheel_product), version=version,
-                file=base, soname=soname, build_id=bid, sha256=h.hexdigest(), size=size,
-                source=source,
-            ))
+            with zf.open(info) as src:
+                rec = fingerprint_member(src, base, product_of(m.group("stem"), wheel_product),
+                                         version, source, scratch)
+            if rec is not None:
+                out.append(rec)
     return out
 
 

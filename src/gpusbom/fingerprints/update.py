@@ -6,9 +6,11 @@ is (``gpusbom.advisories.update`` / ``transfer``).
   of NVIDIA's CUDA-component distributions, the ``cuda-toolkit`` metapackage's pins; the
   other lists, built from distro archives and NVIDIA's Dockerfiles, are kept) and fingerprint
   the wheels the database lacks (uploaded since ``since``, no larger than ``max_wheel_mb``:
-  cuDNN's 600 MB wheels only when asked), each checked against the index's sha256. The new
-  database is written to a staged file, loaded back (every row validated), then moved over
-  the user copy with ``os.replace``. Any failure leaves the current database as it was.
+  cuDNN's 600 MB wheels only when asked), each checked against the index's sha256 (with
+  ``redistrib``, also the archives of NVIDIA's ``redistrib_*.json`` manifests the database
+  lacks: ``gpusbom.fingerprints.redistrib``). The new database is written to a staged file,
+  loaded back (every row validated), then moved over the user copy with ``os.replace``. Any
+  failure leaves the current database as it was.
 - :func:`export_db`: the database in use as a file plus ``PATH.sha256``.
 - :func:`import_db`: a file from ``export`` (or the builder), checked against its SHA-256
   (the ``.sha256`` beside it or ``--sha256``), then loaded as hostile input (bounded, JSON
@@ -33,7 +35,15 @@ from pathlib import Path
 from .._checksum import verify_sha256
 from ..errors import InputError
 from .active import clear, load_active, user_db_path
-from .database import MAX_DB_BYTES, FingerprintDB, FingerprintError, dumps, load_bytes
+from .database import (
+    MAX_DB_BYTES,
+    FingerprintDB,
+    FingerprintError,
+    Record,
+    Release,
+    dumps,
+    load_bytes,
+)
 
 __all__ = ["FingerprintUpdateError", "UpdateReport", "export_db", "import_db", "reset", "update"]
 
@@ -57,12 +67,15 @@ class UpdateReport:
     skipped: list[str] = field(default_factory=list)  # "dist version: why"
 
     def summary(self) -> str:
+        what = ("wheel(s) or archive(s)" if any(a.startswith(("http", "file:"))
+                                                for a in (*self.added, *self.skipped))
+                else "wheel(s)")
         lines = [f"{self.path}: {self.records} files, {self.releases} listed releases "
                  f"(built {self.built})",
-                 f"fingerprinted: {len(self.added)} new wheel(s)"
+                 f"fingerprinted: {len(self.added)} new {what}"
                  + (": " + ", ".join(self.added) if self.added else "")]
         if self.skipped:
-            lines.append(f"not fingerprinted: {len(self.skipped)} wheel(s) (too large or "
+            lines.append(f"not fingerprinted: {len(self.skipped)} {what} (too large or "
                          "failed; see --max-wheel-mb): " + ", ".join(self.skipped[:20])
                          + (" ..." if len(self.skipped) > 20 else ""))
         return "\n".join(lines)
@@ -102,12 +115,14 @@ def _install(text: str, dest: Path) -> FingerprintDB:
 
 def update(*, index: str = DEFAULT_INDEX, since: str | None = None,
            max_wheel_mb: float = DEFAULT_MAX_WHEEL_MB, dists: Iterable[str] | None = None,
+           redistrib: Iterable[str] = (),
            progress: Callable[[str], None] | None = None) -> UpdateReport:
     """Refresh the PyPI release lists and fingerprint the wheels the database lacks; see the
     module docstring. ``since``: the oldest upload date considered (default: three years
-    before today)."""
+    before today). ``redistrib``: NVIDIA ``redistrib_*.json`` manifests (URLs, files or
+    directories) whose linux-x86_64 archives the database lacks are fingerprinted too
+    (``gpusbom.fingerprints.redistrib``; an archive larger than ``max_wheel_mb`` is skipped)."""
     from . import pypi
-    from .database import Record, Release
 
     say = progress or (lambda _m: None)
     base = load_active()
@@ -148,6 +163,11 @@ def update(*, index: str = DEFAULT_INDEX, since: str | None = None,
                         continue
                     records += recs
                     report.added.append(f"{dist} {w['version']} ({len(recs)})")
+            for ref in redistrib:
+                r_records, r_releases = _redistrib(sess, ref, have, max_wheel_mb, tmp, report,
+                                                   say)
+                records += r_records
+                releases += r_releases
     except pypi.UpdateError as exc:
         raise FingerprintUpdateError(f"fingerprint update failed, kept the current database: "
                                      f"{exc}") from None
@@ -158,6 +178,44 @@ def update(*, index: str = DEFAULT_INDEX, since: str | None = None,
     db = _install(dumps(new.to_document()), dest)
     report.records, report.releases, report.built = len(db), len(db.releases), built
     return report
+
+
+def _redistrib(sess: object, ref: str, have: set[str], max_mb: float, tmp: Path,
+               report: UpdateReport, say: Callable[[str], None]
+               ) -> tuple[list[Record], list[Release]]:
+    """The records of the archives of the manifests ``ref`` names that the database lacks
+    (by source), and the manifests' release rows; a manifest that cannot be read or parsed
+    fails the update (UpdateError), an archive that fails is skipped and named."""
+    from . import redistrib as rd
+    from .pypi import UpdateError
+
+    records: list[Record] = []
+    releases: list[Release] = []
+    for one in rd.manifest_refs(ref):
+        say(f"manifest {one}")
+        url, data = rd.read_manifest(sess, one)
+        man = rd.parse_manifest(data, url)
+        releases += rd.release_rows(man)
+        for a in man.archives:
+            src = man.source(a)
+            if src in have:
+                continue
+            if (a.size or 0) > max_mb * 1e6:
+                report.skipped.append(f"{src} {a.version}: {(a.size or 0) / 1e6:.0f} MB")
+                continue
+            say(f"fingerprint {a.label} {a.version}")
+            try:
+                path = rd.fetch_archive(sess, man, a, tmp, limit=int(max_mb * 1e6))
+                try:
+                    recs, _notes = rd.fingerprint_archive(path, man, a, tmp)
+                finally:
+                    path.unlink(missing_ok=True)
+            except (UpdateError, OSError, ValueError) as exc:
+                report.skipped.append(f"{src} {a.version}: {exc}"[:200])
+                continue
+            records += recs
+            report.added.append(f"{src} {a.version} ({len(recs)})")
+    return records, releases
 
 
 def reset() -> Path | None:

@@ -75,6 +75,10 @@ def fingerprints_update(
                                                 "downloaded (cuDNN's run to 700 MB).")] = 150.0,
     dist: Annotated[list[str] | None, typer.Option("--dist", help="Only this distribution "
                                                    "(repeatable), e.g. nvidia-cublas-cu12.")] = None,
+    redistrib: Annotated[list[str] | None, typer.Option(
+        "--redistrib", help="Also an NVIDIA redistrib_*.json manifest (URL, file or directory; "
+        "repeatable): its linux-x86_64 archives the database lacks, checked against the "
+        "manifest's sha256.")] = None,
     reset: Annotated[bool, typer.Option("--reset", help="Drop the updated database: scans use "
                                         "the bundled snapshot again. Fetches nothing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
@@ -94,6 +98,7 @@ def fingerprints_update(
               else "no updated database; scans use the bundled snapshot")
         return
     report = upd.update(index=index, since=since, max_wheel_mb=max_wheel_mb, dists=dist,
+                        redistrib=redistrib or (),
                         progress=None if quiet else (lambda m: print(f"{m}...", file=sys.stderr)))
     print(report.summary())
 
