@@ -67,12 +67,11 @@ def scan_info(r: Any) -> ScanInfo:
     )
 
 
-def catalog_components(conn: Any, rows: set[str], src: Any, *, kind: str | None
-                       ) -> set[tuple[str, str, int]]:
-    """(scan id, set id, idx) of the components a catalog row names by package: the
-    catalog's names are patterns, so the distinct (ecosystem, name) pairs stored (in the
-    component sets: as many as distinct contents, not scans) are matched here and the
-    matching ones selected by value."""
+def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str, int]]:
+    """(set id, idx) of the components a catalog row names by package, in the sets
+    ``in_sets`` (a select of set ids): the catalog's names are patterns, so the distinct
+    (ecosystem, name) pairs stored (in the component sets: as many as distinct contents,
+    not scans) are matched here and the matching ones selected by value."""
     from sqlalchemy import tuple_
 
     from .. import catalog
@@ -85,13 +84,12 @@ def catalog_components(conn: Any, rows: set[str], src: Any, *, kind: str | None
         components.c.ecosystem.in_(ecos)).distinct()
     pairs = sorted((e, n) for e, n in conn.execute(stmt)
                    if any(p.matches(e, n) for p in prods))
-    out: set[tuple[str, str, int]] = set()
+    out: set[tuple[str, int]] = set()
     for i in range(0, len(pairs), 200):
-        stmt = select(src.c.id, components.c.set_id, components.c.idx).select_from(
-            components.join(src, src.c.cset == components.c.set_id)).where(
-            tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]))
-        stmt = scan_filter(stmt, src, kind=kind, host=None, image=None)
-        out.update((a, b, c) for a, b, c in conn.execute(stmt))
+        stmt = select(components.c.set_id, components.c.idx).where(
+            tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]),
+            components.c.set_id.in_(in_sets))
+        out.update((a, b) for a, b in conn.execute(stmt))
     return out
 
 

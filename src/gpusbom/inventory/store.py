@@ -12,11 +12,12 @@ no store (filters, rows rebuilt as components) are in ``rows.py``.
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import json
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, UsageError
@@ -41,7 +42,7 @@ from .schema import (
     products,
     scans,
 )
-from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
+from .types import AffectedRow, Change, Drift, Page, QueryRow, ScanInfo, SubjectInfo
 
 if TYPE_CHECKING:
     from .retention import PruneReport, RematchReport
@@ -355,16 +356,45 @@ class Store:
         loaded = self.load([s.id for s in infos])
         return [loaded[s.id] for s in infos if s.id in loaded]
 
-    def subjects(self, kind: str | None = None) -> list[SubjectInfo]:
-        """Every host / image with its latest scan, GPUs, driver and finding counts: read
-        from ``latest`` and the sets it references (no history row)."""
-        from sqlalchemy import select
+    def count_subjects(self, kind: str | None = None) -> int:
+        """How many hosts / images (``kind``) the inventory holds: ``latest``'s rows."""
+        from sqlalchemy import func, select
 
-        latest_infos = self.scans(kind=kind, all_scans=False)
+        stmt = select(func.count()).select_from(latest)
+        if kind is not None:
+            stmt = stmt.where(latest.c.kind == kind)
         with self._read() as conn:
-            refs = {r.id: r for r in conn.execute(select(
-                latest.c.id, latest.c.kind, latest.c.subject, latest.c.n_scans, latest.c.cset,
-                latest.c.fset))}
+            return int(conn.execute(stmt).scalar() or 0)
+
+    def subjects(self, kind: str | None = None, *, limit: int | None = None
+                 ) -> list[SubjectInfo]:
+        """Every host / image with its latest scan, GPUs, driver and finding counts: read
+        from ``latest`` and the sets it references (no history row). ``limit``: the first
+        ``limit`` by (kind, subject), read through ``latest``'s primary key."""
+        from sqlalchemy import select
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if limit is None:
+            latest_infos = self.scans(kind=kind, all_scans=False)
+        else:
+            stmt = select(*info_columns(latest)).order_by(latest.c.kind, latest.c.subject
+                                                           ).limit(limit)
+            if kind is not None:
+                stmt = stmt.where(latest.c.kind == kind)
+            try:
+                with self._read() as conn:
+                    latest_infos = [scan_info(r) for r in conn.execute(stmt)]
+            except SQLAlchemyError as exc:
+                raise self._wrap(exc) from None
+        wanted_ids = [s.id for s in latest_infos]
+        ref_cols = select(latest.c.id, latest.c.kind, latest.c.subject, latest.c.n_scans,
+                          latest.c.cset, latest.c.fset)
+        with self._read() as conn:
+            if limit is None:
+                refs = {r.id: r for r in conn.execute(ref_cols)}
+            else:
+                refs = {r.id: r for r in conn.execute(ref_cols.where(
+                    latest.c.id.in_(wanted_ids)))}
 
             def of_sets(table: Any, col: Any) -> Any:
                 # each set the latest scans reference read once, mapped onto its scans
@@ -413,22 +443,43 @@ class Store:
         labels: dict[str, str | None] | None = None,
         all_scans: bool = False,
     ) -> list[QueryRow]:
+        """Every row of ``query_rows``, as a list."""
+        return list(self.query_rows(component, versions, host=host, image=image, kind=kind,
+                                    labels=labels, all_scans=all_scans))
+
+    def query_rows(
+        self,
+        component: str | None = None,
+        versions: QueryRange | None = None,
+        *,
+        host: str | None = None,
+        image: str | None = None,
+        kind: str | None = None,
+        labels: dict[str, str | None] | None = None,
+        all_scans: bool = False,
+    ) -> Page[QueryRow]:
         """Components by name (package name or GPU product: ``cudnn`` finds the deb, the
         wheel and the bare library), version range, host / image (globs), labels
         (``{"key": "glob"}``, None: the key is present), in the latest scan of each
-        subject (``all_scans``: in every scan)."""
+        subject (``all_scans``: in every scan).
+
+        The components are found and their versions compared once per distinct component
+        set, then expanded to the scans holding the set as rows are taken (sorted by
+        kind, subject, ts, component, version, location, scan id): the ``Page`` knows
+        its total and subjects before a row is built."""
         from sqlalchemy import Text, cast, select
         from sqlalchemy.exc import SQLAlchemyError
 
         src = source(all_scans)
-        # labels as text, parsed once per distinct text: thousands of rows of one fleet
-        # carry a handful of label sets
-        cols = (src.c.kind, src.c.subject, src.c.id.label("sid"), src.c.ts,
-                cast(src.c.labels, Text).label("labels"), components.c.idx,
-                components.c.name, components.c.version, components.c.type,
-                components.c.ecosystem, components.c.purl, components.c.location,
+        in_sets = scan_filter(select(src.c.cset).distinct(), src, kind=kind, host=host,
+                              image=image)
+        cols = (components.c.set_id, components.c.idx, components.c.name,
+                components.c.version, components.c.type, components.c.ecosystem,
+                components.c.purl, components.c.location,
                 components.c.product.label("cprod"))
+        # (set, position) -> (row, product, compared version, found by product)
         found: dict[tuple[str, int], tuple[Any, str | None, str | None, bool]] = {}
+        scans_of: dict[str, list[tuple[str, str, str, str, dict[str, str]]]] = {}
         try:
             with self._read() as conn:
                 if component:
@@ -436,52 +487,68 @@ class Store:
                     by_product = select(*cols, products.c.product, products.c.version.label(
                         "pver")).select_from(products.join(components, (
                             products.c.set_id == components.c.set_id)
-                            & (products.c.comp_idx == components.c.idx)).join(
-                                src, src.c.cset == products.c.set_id)).where(
-                        products.c.product == component.strip().lower())
-                    by_product = scan_filter(by_product, src, kind=kind, host=host,
-                                             image=image)
+                            & (products.c.comp_idx == components.c.idx))).where(
+                        products.c.product == component.strip().lower(),
+                        products.c.set_id.in_(in_sets))
                     for r in conn.execute(by_product):
-                        found.setdefault((r.sid, r.idx), (r, r.product, r.pver, True))
-                    by_name = select(*cols).select_from(components.join(
-                        src, src.c.cset == components.c.set_id)).where(
-                        components.c.name_key == key)
-                    by_name = scan_filter(by_name, src, kind=kind, host=host, image=image)
+                        found.setdefault((r.set_id, r.idx), (r, r.product, r.pver, True))
+                    by_name = select(*cols).where(components.c.name_key == key,
+                                                  components.c.set_id.in_(in_sets))
                     for r in conn.execute(by_name):
-                        found.setdefault((r.sid, r.idx), (r, r.cprod, r.version, False))
+                        found.setdefault((r.set_id, r.idx), (r, r.cprod, r.version, False))
                 else:
-                    stmt = scan_filter(select(*cols).select_from(components.join(
-                        src, src.c.cset == components.c.set_id)), src, kind=kind,
-                        host=host, image=image)
-                    for r in conn.execute(stmt):
-                        found[(r.sid, r.idx)] = (r, r.cprod, r.version, False)
+                    for r in conn.execute(select(*cols).where(
+                            components.c.set_id.in_(in_sets))):
+                        found[(r.set_id, r.idx)] = (r, r.cprod, r.version, False)
+                if versions is not None:
+                    # a fleet holds a few versions on thousands of hosts: each compared once
+                    contains: dict[tuple[Any, ...], bool] = {}
+                    for k, (r, _prod, matched, via_product) in list(found.items()):
+                        ck = (matched, r.ecosystem, via_product)
+                        if ck not in contains:
+                            contains[ck] = bool(versions.contains(matched, r.ecosystem,
+                                                                  via_product))
+                        if not contains[ck]:
+                            del found[k]
+                sets = sorted({k[0] for k in found})
+                parsed: dict[str | None, dict[str, str]] = {}
+                for i in range(0, len(sets), 500):
+                    stmt = scan_filter(select(src.c.kind, src.c.subject, src.c.id, src.c.ts,
+                                              cast(src.c.labels, Text), src.c.cset).where(
+                        src.c.cset.in_(sets[i:i + 500])), src, kind=kind, host=host,
+                        image=image)
+                    for k, subject, sid, ts, lab, cset in conn.execute(stmt):
+                        got = parsed.get(lab)
+                        if got is None:
+                            got = parsed[lab] = dict(json.loads(lab) if lab else {})
+                        if labels and not _labels_match(got, labels):
+                            continue
+                        scans_of.setdefault(cset, []).append((k, subject, sid, ts, got))
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
-        out: list[QueryRow] = []
-        parsed: dict[str | None, dict[str, str]] = {}
-        contains: dict[tuple[Any, ...], bool | None] = {}
-        for r, prod, matched, via_product in found.values():
-            lab = parsed.get(r.labels)
-            if lab is None:
-                lab = parsed[r.labels] = dict(json.loads(r.labels) if r.labels else {})
-            lab = dict(lab)
-            if labels and not _labels_match(lab, labels):
-                continue
-            if versions is not None:
-                # a fleet holds a few versions on thousands of hosts: each compared once
-                ck = (matched, r.ecosystem, via_product)
-                if ck not in contains:
-                    contains[ck] = versions.contains(matched, r.ecosystem, via_product)
-                if not contains[ck]:
-                    continue
-            out.append(QueryRow(
-                kind=r.kind, subject=r.subject, scan_id=r.sid, ts=r.ts, component=r.name,
-                version=r.version, matched_version=matched, product=prod, type=r.type,
-                ecosystem=r.ecosystem, purl=r.purl, location=r.location, labels=lab,
-            ))
-        out.sort(key=lambda q: (q.kind, q.subject, q.ts, q.component, q.version or "",
-                                q.location or ""))
-        return out
+        for group in scans_of.values():
+            group.sort(key=lambda x: (x[0], x[1], x[3], x[2]))
+        streams = [(v, scans_of[k[0]]) for k, v in found.items() if k[0] in scans_of]
+        total = sum(len(g) for _, g in streams)
+        subjects = frozenset((x[0], x[1]) for _, g in streams for x in g)
+
+        def stream(item: tuple[Any, str | None, str | None, bool], group: list[Any]
+                   ) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+            r = item[0]
+            for sc in group:
+                yield (sc[0], sc[1], sc[3], r.name, r.version or "", r.location or "",
+                       sc[2]), item, sc
+
+        def rows() -> Iterator[QueryRow]:
+            for _key, (r, prod, matched, _via), (k, subject, sid, ts, lab) in heapq.merge(
+                    *(stream(i, g) for i, g in streams), key=lambda t: t[0]):
+                yield QueryRow(
+                    kind=k, subject=subject, scan_id=sid, ts=ts, component=r.name,
+                    version=r.version, matched_version=matched, product=prod, type=r.type,
+                    ecosystem=r.ecosystem, purl=r.purl, location=r.location,
+                    labels=dict(lab))
+
+        return Page(rows(), total, subjects)
 
     # ------------------------------------------------------------------ affected
 
@@ -492,6 +559,15 @@ class Store:
 
         return affected(self, db, advisory, include_review=include_review,
                         all_scans=all_scans, kind=kind)
+
+    def affected_rows(self, db: Any, advisory: str | None = None, *,
+                      include_review: bool = False, all_scans: bool = False,
+                      kind: str | None = None) -> Page[AffectedRow]:
+        """``affected`` as a ``Page`` (see ``matching.affected_rows``)."""
+        from .matching import affected_rows
+
+        return affected_rows(self, db, advisory, include_review=include_review,
+                             all_scans=all_scans, kind=kind)
 
     # ------------------------------------------------------------------ drift
 
