@@ -128,7 +128,8 @@ def affected_rows(
                     got = labels_of.get(lab)
                     if got is None:
                         got = labels_of[lab] = dict(json.loads(lab) if lab else {})
-                    scans_of.setdefault(cset, []).append(_Scan(k, subject, sid, ts, got))
+                    # a scan's rows share its labels (one copy per scan)
+                    scans_of.setdefault(cset, []).append(_Scan(k, subject, sid, ts, dict(got)))
     except SQLAlchemyError as exc:
         raise store._wrap(exc) from None
     # sets whose wanted components are alike in everything the matcher reads (and whose
@@ -182,7 +183,7 @@ def affected_rows(
                 advisory=f.advisory.advisory, vulnerability=f.advisory.vulnerability,
                 status=f.advisory.status, severity=f.severity, component=name,
                 installed_version=f.advisory.installed_version,
-                fixed_version=f.advisory.fixed_version, labels=dict(sc.labels),
+                fixed_version=f.advisory.fixed_version, labels=sc.labels,
             )
 
     return Page(rows(), total, frozenset(subjects),

@@ -80,10 +80,13 @@ def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str
     ecos = sorted({e for p in prods for e in p.names})
     if not ecos:
         return set()
+    # each stored name normalised once and tried against the patterns of its ecosystem
+    # (``Product.matches`` normalises it again for every product: ~3,000 names x the rows)
+    patterns = {e: [rx for p in prods for rx in p.names.get(e, ())] for e in ecos}
     stmt = select(components.c.ecosystem, components.c.name).where(
-        components.c.ecosystem.in_(ecos)).distinct()
+        components.c.ecosystem.in_(ecos), components.c.set_id.in_(in_sets)).distinct()
     pairs = sorted((e, n) for e, n in conn.execute(stmt)
-                   if any(p.matches(e, n) for p in prods))
+                   if _any_full(patterns[e], catalog.normalise_name(e, n)))
     out: set[tuple[str, int]] = set()
     for i in range(0, len(pairs), 200):
         stmt = select(components.c.set_id, components.c.idx).where(
@@ -91,6 +94,10 @@ def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str
             components.c.set_id.in_(in_sets))
         out.update((a, b) for a, b in conn.execute(stmt))
     return out
+
+
+def _any_full(patterns: list[Any], name: str) -> bool:
+    return any(rx.may_match(name) and rx.fullmatch(name) for rx in patterns)
 
 
 def scan_infos(conn: Any, ids: Iterable[str], src: Any = None) -> Iterator[ScanInfo]:
