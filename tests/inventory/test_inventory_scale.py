@@ -433,6 +433,13 @@ def test_pages_are_the_straightforward_answers(history: str) -> None:
         assert page_q.total == len(a_rows) and 0 < len(a_rows) < len(qrows)
         assert page_q.subjects == {(x.kind, x.subject) for x in a_rows}
         assert list(itertools.islice(page_q, 2)) == a_rows[:2]
+        # the dashboard's search: the first ROW_LIMIT rows, the total and subjects of all
+        from gpusbom.inventory.web import pages
+
+        web = pages.search(store, {"component": "cudnn", "version": "<9.2"})
+        assert web["total"] == len(qrows) and web["error"] is None
+        assert web["subjects"] == len({(x.kind, x.subject) for x in qrows})
+        assert [r["scan_id"] for r in web["rows"]] == [x.scan_id for x in qrows]
         # hosts: the first by name, and the count
         every = store.subjects("host")
         assert store.subjects("host", limit=2) == every[:2]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import itertools
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -290,18 +291,20 @@ def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
         if version and not component:
             raise UsageError("a version range needs a component name")
         rng = parse_range(version, scheme) if version else None
-        rows = store.query(component, rng, host=(params.get("host") or None),
-                           image=(params.get("image") or None), kind=kind,
-                           labels=labels or None, all_scans=bool(params.get("all_scans")))
+        # the first ROW_LIMIT rows built, the total and subjects counted per set
+        page = store.query_rows(component, rng, host=(params.get("host") or None),
+                                image=(params.get("image") or None), kind=kind,
+                                labels=labels or None, all_scans=bool(params.get("all_scans")))
+        rows = list(itertools.islice(page, ROW_LIMIT))
     except (UsageError, InputError) as exc:
         out["error"] = str(exc)
         return out
-    out["total"] = len(rows)
+    out["total"] = page.total
     # QueryRow is flat (its labels a dict of strings): a shallow copy is what asdict makes
     names = [f.name for f in dataclasses.fields(QueryRow)]
     out["rows"] = [{**{k: getattr(r, k) for k in names}, "labels": dict(r.labels)}
-                   for r in rows[:ROW_LIMIT]]
-    out["subjects"] = len({(r.kind, r.subject) for r in rows})
+                   for r in rows]
+    out["subjects"] = len(page.subjects)
     return out
 
 
