@@ -5,6 +5,7 @@ from their rows. Functions of a connection and a statement; no state of their ow
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,8 +19,19 @@ from ..model import Component, ComponentType, Evidence, Product  # noqa: E402
 from .schema import components, content_sets, latest, products, scans  # noqa: E402
 from .types import ScanInfo  # noqa: E402
 
-__all__ = ["catalog_components", "components_of", "info_columns", "like", "scan_filter",
-           "scan_info", "scan_infos", "source"]
+__all__ = ["catalog_components", "components_of", "info_columns", "labels_match", "like",
+           "scan_filter", "scan_info", "scan_infos", "source"]
+
+
+def labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
+    """Whether ``labels`` has every key of ``want``, each value matching its glob (None:
+    any value)."""
+    for k, v in want.items():
+        if k not in labels:
+            return False
+        if v is not None and not fnmatch.fnmatchcase(str(labels[k]), v):
+            return False
+    return True
 
 
 def like(pattern: str) -> str:
