@@ -19,7 +19,9 @@ not in the committed fixtures at this size; the fleet is hosts only.
    changed nothing, ingested through ``Store.ingest``); ingest scans/s through
    ``Store.ingest`` with 1 and 4 writer processes (the ``scan --push`` path: a
    ``ScanResult`` in, one transaction per scan); p50/p95 of ``affected --all``, ``query
-   cudnn <9.1`` (where), ``drift``, ``hosts``, and the dashboard's ``/``, ``/matrix``,
+   cudnn <9.1`` (where), ``hosts`` as a table shows them (the first 1,000 rows and the
+   totals: the commands' default) and with every row (``--format json``), ``drift``,
+   and the dashboard's ``/``, ``/matrix``,
    ``/metrics`` (in process: the ASGI app called directly), each asked 10 times: "warm" as
    asked again, "cold" with one scan ingested before each request (every push changes
    the counter that keys the dashboard's caches) -- at 1,000 scans (100 hosts x 10 days),
@@ -32,6 +34,7 @@ not in the committed fixtures at this size; the fleet is hosts only.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
@@ -263,6 +266,7 @@ def latencies(url: str, template: str, hosts: int, days: int, reps: int = 10
 
     from gpusbom.advisories.db import load_active
     from gpusbom.inventory import Store, parse_range
+    from gpusbom.inventory.reports import TABLE_LIMIT
     from gpusbom.inventory.web.app import create_app
 
     adb = load_active()
@@ -279,11 +283,22 @@ def latencies(url: str, template: str, hosts: int, days: int, reps: int = 10
 
     with Store(url) as store:
         host = "gpu-node-00007"
+        def first(page: Any) -> list[Any]:  # a table's rows: the first TABLE_LIMIT
+            return list(itertools.islice(page, TABLE_LIMIT)) + [page.total]
+
+        def hosts_table() -> Any:
+            return store.subjects("host", limit=TABLE_LIMIT), store.count_subjects("host")
+
         asks = {
-            "affected --all": lambda: store.affected(adb),
-            "where cudnn <9.1": lambda: store.query("cudnn", parse_range("<9.1")),
+            # what the commands print in a table (the first 1,000 rows and the totals)...
+            "affected --all": lambda: first(store.affected_rows(adb)),
+            "where cudnn <9.1": lambda: first(store.query_rows("cudnn", parse_range("<9.1"))),
             "drift": lambda: store.drift(host),
-            "hosts": lambda: store.subjects("host"),
+            "hosts": hosts_table,
+            # ... and with --format json / --limit 0: every row
+            "affected --all, every row": lambda: store.affected(adb),
+            "where cudnn <9.1, every row": lambda: store.query("cudnn", parse_range("<9.1")),
+            "hosts, every row": lambda: store.subjects("host"),
             "/": lambda: asgi_get(app, "/"),
             "/matrix": lambda: asgi_get(app, "/matrix"),
             "/metrics": lambda: asgi_get(app, "/metrics"),
@@ -293,7 +308,8 @@ def latencies(url: str, template: str, hosts: int, days: int, reps: int = 10
             for mode in (("cold", "warm") if name.startswith("/") else ("cli",)):
                 times = []
                 fn()
-                for _ in range(reps):
+                # every row of a 10,000-host answer takes seconds: 5 samples
+                for _ in range(5 if "every row" in name else reps):
                     if mode == "cold":
                         push()
                     t = time.perf_counter()

@@ -218,3 +218,34 @@ def test_ingest_cyclonedx_from_another_tool(tmp_path: Path) -> None:
         rows = store.query("sqlalchemy")
         assert [r.version for r in rows] == [sqlalchemy.__version__]
         assert rows[0].ecosystem == "pypi"
+
+
+def test_cli_limit_shows_the_first_rows_and_counts_all(fleet_files: list[Path],
+                                                       tmp_path: Path) -> None:
+    """--limit: a table shows the first N rows and a summary counting all; JSON writes
+    every row unless --limit is given; --limit 0 is every row; --fail judges every row."""
+    env = {"GPUSBOM_INVENTORY_DB": f"sqlite:///{tmp_path / 'inv.db'}"}
+    assert gpusbom("inventory", "ingest", *map(str, fleet_files), env=env).returncode == 0
+    full = json.loads(gpusbom("inventory", "affected", "--all", "-f", "json", env=env).stdout)
+    assert len(full) >= 3
+    p = gpusbom("inventory", "affected", "--all", "--limit", "2", "--fail", env=env)
+    assert p.returncode == 1, p.stderr  # affected rows exist beyond the two shown
+    body = [ln for ln in p.stdout.splitlines()[1:] if ln.strip()]
+    assert len(body) == 2
+    assert f"showing the first 2 of {len(full)} rows" in p.stderr
+    got = json.loads(gpusbom("inventory", "affected", "--all", "-f", "json", "--limit", "2",
+                             env=env).stdout)
+    assert got == full[:2]
+    every = gpusbom("inventory", "affected", "--all", "--limit", "0", env=env)
+    assert len([ln for ln in every.stdout.splitlines()[1:] if ln.strip()]) == len(full)
+    assert "showing" not in every.stderr
+    p = gpusbom("inventory", "hosts", "--limit", "1", env=env)
+    assert p.returncode == 0, p.stderr
+    assert [ln.split()[0] for ln in p.stdout.splitlines()[1:] if ln.strip()] == ["gpu-a1"]
+    assert "2 host(s); showing the first 1 of 2 hosts" in p.stderr
+    hosts = json.loads(gpusbom("inventory", "hosts", "-f", "json", env=env).stdout)
+    assert [h["subject"] for h in hosts] == ["gpu-a1", "gpu-b1"]
+    q = gpusbom("inventory", "query", "cudnn", "--limit", "1", env=env)
+    assert len([ln for ln in q.stdout.splitlines()[1:] if ln.strip()]) == 1
+    assert "showing the first 1 of " in q.stderr
+    assert gpusbom("inventory", "query", "cudnn", "--limit", "-1", env=env).returncode == 2

@@ -373,3 +373,112 @@ def test_prune_and_rematch_commands_and_the_serve_policy(tmp_path: Path,
     monkeypatch.delenv("GPUSBOM_INVENTORY_KEEP_LAST")
     with Store(db) as store:
         assert start_retention(store) is None  # no policy: no thread
+
+
+# ------------------------------------------------------------------------------ pages
+
+
+def test_pages_are_the_straightforward_answers(history: str) -> None:
+    """``affected_rows`` and ``query_rows`` (each distinct set matched once, expanded to
+    its scans as rows are taken) against the straightforward computation: every latest
+    scan loaded whole and matched / searched on its own; a page's first rows, total,
+    subjects and ``found`` against the whole list."""
+    import itertools
+
+    from gpusbom.advisories.db import load_active
+    from gpusbom.advisories.matcher import match
+    from gpusbom.inventory.normalize import name_key, scan_kind, subject_of
+
+    adb = load_active()
+    rng = parse_range("<9.2")  # the hosts' latest cuDNN: 9.1.0
+    with Store(history) as store:
+        latest = store.latest_scans()
+        assert len(latest) == 7
+        # affected: each scan on its own
+        want = set()
+        for r in latest:
+            for f in match(r.components, adb, target_kind=scan_kind(r)):
+                if f.advisory is not None and f.advisory.status == "affected":
+                    want.add((subject_of(r), f.advisory.advisory, f.advisory.vulnerability,
+                              f.advisory.installed_version))
+        rows = store.affected(adb)
+        got = {(x.subject, x.advisory, x.vulnerability, x.installed_version) for x in rows}
+        assert want and got == want
+        keys = [(x.advisory, x.vulnerability, x.kind, x.subject, x.component,
+                 x.installed_version or "", x.scan_id) for x in rows]
+        assert keys == sorted(keys)
+        for n in (0, 1, 7, len(rows) + 5):
+            page = store.affected_rows(adb)
+            assert page.total == len(rows)
+            assert page.found is True
+            assert page.subjects == {(x.kind, x.subject) for x in rows
+                                     if x.status == "affected"}
+            assert list(itertools.islice(page, n)) == rows[:n]
+        # where: each scan's components named cudnn (package or GPU product) below 9.2
+        want_q = set()
+        for r in latest:
+            for c in r.components:
+                prod = [p for p in c.products if p.name == "cudnn"]
+                ver = (prod[0].version or c.version) if prod else c.version
+                if (prod or name_key(c.name) == "cudnn") and rng.contains(
+                        ver, c.ecosystem, bool(prod)):
+                    want_q.add((subject_of(r), c.name, c.version))
+        qrows = store.query("cudnn", rng)
+        assert want_q and {(x.subject, x.component, x.version) for x in qrows} == want_q
+        qkeys = [(x.kind, x.subject, x.ts, x.component, x.version or "", x.location or "",
+                  x.scan_id) for x in qrows]
+        assert qkeys == sorted(qkeys)
+        page_q = store.query_rows("cudnn", rng, labels={"pool": "a"})
+        a_rows = [x for x in qrows if x.labels.get("pool") == "a"]
+        assert page_q.total == len(a_rows) and 0 < len(a_rows) < len(qrows)
+        assert page_q.subjects == {(x.kind, x.subject) for x in a_rows}
+        assert list(itertools.islice(page_q, 2)) == a_rows[:2]
+        # the dashboard's search: the first ROW_LIMIT rows, the total and subjects of all
+        from gpusbom.inventory.web import pages
+
+        web = pages.search(store, {"component": "cudnn", "version": "<9.2"})
+        assert web["total"] == len(qrows) and web["error"] is None
+        assert web["subjects"] == len({(x.kind, x.subject) for x in qrows})
+        assert [r["scan_id"] for r in web["rows"]] == [x.scan_id for x in qrows]
+        # hosts: the first by name, and the count
+        every = store.subjects("host")
+        assert store.subjects("host", limit=2) == every[:2]
+        assert store.count_subjects("host") == len(every) == 6
+        assert store.count_subjects() == 7
+
+
+def test_canonical_pieces_by_orjson_are_json_bytes(h200_scan: ScanResult) -> None:
+    """The component set's canonical JSON is written by orjson where that gives the bytes
+    ``json`` gives (the scan id is their hash: ids of stored scans stay as they are), and
+    by ``json`` where it would not (floats, integers past 64 bits)."""
+    from gpusbom.inventory.normalize import _dumps, _dumps_fast
+
+    doc = h200_scan.to_document()
+    for k in ("components", "relationships", "stacks", "unknowns", "findings", "target"):
+        assert _dumps_fast(doc[k]) == _dumps(doc[k]), k
+    odd = {"k\u00e9\U0001f600": ["\x00\x01\x1f\x7f\u2028\"\\/", -3, 0, True, None],
+           "E": {"z": 1, "a": [1.5, 1e-05, 2.5e-07, 1e16, 123.0]}, "big": 2 ** 70,
+           "s": "a:1.5,b", "\uffff": 1}
+    assert _dumps_fast(odd) == _dumps(odd)
+    for v in ([1e-05], {"x": 2.5e-07}, [0.1], 2 ** 64, [{"a": 1e16}]):
+        assert _dumps_fast(v) == _dumps(v), v
+
+
+def test_overview_counted_per_set_is_the_per_host_one(history: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard overview counted per distinct (kind, sets, stack) weighted by hosts,
+    with the first ROW_LIMIT rows read by name, against the per-host computation it
+    replaced (overview_ref.py), whole and with the lists cut at 2 rows."""
+    import overview_ref
+
+    from gpusbom.inventory.web import pages
+
+    with Store(history) as store:
+        want = overview_ref.overview_per_host(store)
+        assert want["hosts"] == 6 and want["by_driver_branch"]
+        assert pages._overview(store) == want
+        monkeypatch.setattr(pages, "ROW_LIMIT", 2)
+        monkeypatch.setattr(overview_ref, "ROW_LIMIT", 2)
+        cut = overview_ref.overview_per_host(store)
+        assert cut["truncated"] and len(cut["host_list"]) == 2
+        assert pages._overview(store) == cut

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .. import settings
 from .database import InventoryError, default_url, normalize_url, redact
 from .ranges import QueryRange, parse_range
-from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
+from .types import AffectedRow, Change, Drift, Page, QueryRow, ScanInfo, SubjectInfo
 
 if TYPE_CHECKING:
     from ..model import ScanResult
@@ -31,6 +31,7 @@ __all__ = [
     "Change",
     "Drift",
     "InventoryError",
+    "Page",
     "QueryRow",
     "ScanInfo",
     "Store",

@@ -133,6 +133,32 @@ def _dumps(obj: Any) -> bytes:
         "utf-8")
 
 
+# a number token with a fraction or an exponent, where compact JSON writes one (after
+# ":", "," or "[", before ",", "]" or "}"); a string may hold such text too (then the
+# piece is written by ``json`` after all: slower, the same bytes)
+_FLOAT_RX = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)[,\]}]")
+
+
+def _dumps_fast(obj: Any) -> bytes:
+    """``_dumps``'s bytes, written by orjson (~10x faster: a host scan's 550 components in
+    ~0.6 ms instead of ~6 ms). The two write the same bytes for JSON without floats
+    (strings, escapes, key order by code point, integers: tests/inventory
+    test_inventory_store compares them); floats they write differently (``1e-05``
+    against ``0.00001``), so a piece holding one, an integer orjson refuses (past 64 bits)
+    or text that is not UTF-8 is written by ``json``."""
+    try:
+        import orjson
+    except ImportError:  # an install without the extra's newest member: the same bytes
+        return _dumps(obj)
+    try:
+        out = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return _dumps(obj)
+    if _FLOAT_RX.search(out):
+        return _dumps(obj)
+    return out
+
+
 def _obj(pieces: dict[str, bytes], keys: Any) -> bytes:
     """The canonical JSON of a dict from the canonical JSON of its values (``json.dumps``
     with sorted keys writes exactly this)."""
@@ -145,7 +171,10 @@ class Split:
     (``data``, whose sha256 is the scan id) assembled from the same pieces."""
 
     def __init__(self, doc: dict[str, Any]) -> None:
-        pieces = {k: _dumps(v) for k, v in doc.items()}
+        # the component set (90% of the bytes: no float in its model) by orjson, the
+        # rest (findings' scores, probes' timings) by json
+        pieces = {k: _dumps_fast(v) if k in SET_KEYS else _dumps(v)
+                  for k, v in doc.items()}
         self.data = _obj(pieces, pieces)
         self.component_body = _obj(pieces, [k for k in SET_KEYS if k in pieces])
         self.finding_body = pieces.get("findings", b"[]")

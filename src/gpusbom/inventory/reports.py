@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import itertools
 import json
 import os
 import sys
@@ -146,11 +147,22 @@ def _short_ids(dicts: list[dict[str, Any]], short: bool) -> list[dict[str, Any]]
     return dicts
 
 
+#: rows a table shows unless ``--limit`` says otherwise (JSON and CSV: every row)
+TABLE_LIMIT = 1000
+
+
+def _shown(n: int, total: int, what: str) -> str:
+    return (f"; showing the first {n:,} of {total:,} {what} (--limit 0, --format json or "
+            "--format csv for all)" if n < total else "")
+
+
 def query(db: str | None, component: str | None, *, version: str | None = None,
           scheme: str | None = None, host: str | None = None, image: str | None = None,
           labels: Sequence[str] | None = None, kind: str | None = None,
-          all_scans: bool = False, short_ids: bool = False) -> Report:
-    """Where is a component (and in which versions)? One row per component found."""
+          all_scans: bool = False, short_ids: bool = False, limit: int | None = None
+          ) -> Report:
+    """Where is a component (and in which versions)? One row per component found; the
+    first ``limit`` (None: all), the summary counting all."""
     from .ranges import parse_range
     from .render import as_dict
     from .store import Store
@@ -159,18 +171,21 @@ def query(db: str | None, component: str | None, *, version: str | None = None,
         raise UsageError("--version needs a component name")
     rng = parse_range(version, scheme) if version else None
     with Store(db) as store:
-        rows = store.query(component, rng, host=host, image=image, kind=kind,
-                           labels=parse_labels(labels, need_value=False), all_scans=all_scans)
-    subjects = {(r.kind, r.subject) for r in rows}
+        page = store.query_rows(component, rng, host=host, image=image, kind=kind,
+                                labels=parse_labels(labels, need_value=False),
+                                all_scans=all_scans)
+        rows = list(itertools.islice(page, limit))
     return Report(Rows(_short_ids([as_dict(r) for r in rows], short_ids), QUERY_COLUMNS),
-                  f"{len(rows)} component(s) on {len(subjects)} host(s)/image(s)")
+                  f"{page.total:,} component(s) on {len(page.subjects):,} host(s)/image(s)"
+                  + _shown(len(rows), page.total, "rows"))
 
 
 def affected(db: str | None, advisory: str | None, *, all_advisories: bool = False,
              include_review: bool = False, kind: str | None = None, all_scans: bool = False,
-             short_ids: bool = False) -> Report:
+             short_ids: bool = False, limit: int | None = None) -> Report:
     """Hosts and images affected by an advisory: the stored scans re-matched against the
-    current advisory database."""
+    current advisory database; the first ``limit`` rows (None: all), the summary and
+    ``--fail`` counting all."""
     from ..advisories.db import load_active
     from .render import as_dict
     from .store import Store
@@ -179,13 +194,14 @@ def affected(db: str | None, advisory: str | None, *, all_advisories: bool = Fal
         raise UsageError("give an advisory id (or CVE) or --all")
     adb = load_active()
     with Store(db) as store:
-        rows = store.affected(adb, advisory, include_review=include_review,
-                              all_scans=all_scans, kind=kind)
-    subjects = {(r.kind, r.subject) for r in rows if r.status == "affected"}
+        page = store.affected_rows(adb, advisory, include_review=include_review,
+                                   all_scans=all_scans, kind=kind)
+        rows = list(itertools.islice(page, limit))
     return Report(Rows(_short_ids([as_dict(r) for r in rows], short_ids), AFFECTED_COLUMNS),
-                  f"{len(subjects)} host(s)/image(s) affected ({adb.source} advisory database, "
-                  f"data as of {adb.built or adb.newest})",
-                  found=any(r.status == "affected" for r in rows))
+                  f"{len(page.subjects):,} host(s)/image(s) affected ({adb.source} advisory "
+                  f"database, data as of {adb.built or adb.newest})"
+                  + _shown(len(rows), page.total, "rows"),
+                  found=page.found)
 
 
 def drift(db: str | None, subject: str | None, *, from_scan: str | None = None,
@@ -197,12 +213,15 @@ def drift(db: str | None, subject: str | None, *, from_scan: str | None = None,
         return store.drift(subject, from_scan=from_scan, to_scan=to_scan)
 
 
-def subjects(db: str | None, kind: str, *, short_ids: bool = False) -> Rows:
-    """Every host or image: its latest scan and what it holds."""
+def subjects(db: str | None, kind: str, *, short_ids: bool = False,
+             limit: int | None = None) -> Report:
+    """Every host or image (the first ``limit`` by name; None: all): its latest scan and
+    what it holds."""
     from .store import Store
 
     with Store(db) as store:
-        subs = store.subjects(kind)
+        subs = store.subjects(kind, limit=limit)
+        total = len(subs) if limit is None or len(subs) < limit else store.count_subjects(kind)
     rows = []
     for s in subs:
         rows.append({
@@ -216,7 +235,7 @@ def subjects(db: str | None, kind: str, *, short_ids: bool = False) -> Rows:
     cols = ("subject", "scans", "last_scan", "components", "gpus", "driver", "findings",
             "scan_id") if kind == "host" else ("subject", "scans", "last_scan", "digest",
                                                "components", "findings", "scan_id")
-    return Rows(rows, cols)
+    return Report(Rows(rows, cols), f"{total:,} {kind}(s)" + _shown(len(rows), total, f"{kind}s"))
 
 
 def compat(db: str | None, *, image: str | None = None, host: str | None = None,

@@ -5,6 +5,7 @@ from their rows. Functions of a connection and a statement; no state of their ow
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,8 +19,19 @@ from ..model import Component, ComponentType, Evidence, Product  # noqa: E402
 from .schema import components, content_sets, latest, products, scans  # noqa: E402
 from .types import ScanInfo  # noqa: E402
 
-__all__ = ["catalog_components", "components_of", "info_columns", "like", "scan_filter",
-           "scan_info", "scan_infos", "source"]
+__all__ = ["catalog_components", "components_of", "info_columns", "labels_match", "like",
+           "scan_filter", "scan_info", "scan_infos", "source"]
+
+
+def labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
+    """Whether ``labels`` has every key of ``want``, each value matching its glob (None:
+    any value)."""
+    for k, v in want.items():
+        if k not in labels:
+            return False
+        if v is not None and not fnmatch.fnmatchcase(str(labels[k]), v):
+            return False
+    return True
 
 
 def like(pattern: str) -> str:
@@ -67,12 +79,11 @@ def scan_info(r: Any) -> ScanInfo:
     )
 
 
-def catalog_components(conn: Any, rows: set[str], src: Any, *, kind: str | None
-                       ) -> set[tuple[str, str, int]]:
-    """(scan id, set id, idx) of the components a catalog row names by package: the
-    catalog's names are patterns, so the distinct (ecosystem, name) pairs stored (in the
-    component sets: as many as distinct contents, not scans) are matched here and the
-    matching ones selected by value."""
+def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str, int]]:
+    """(set id, idx) of the components a catalog row names by package, in the sets
+    ``in_sets`` (a select of set ids): the catalog's names are patterns, so the distinct
+    (ecosystem, name) pairs stored (in the component sets: as many as distinct contents,
+    not scans) are matched here and the matching ones selected by value."""
     from sqlalchemy import tuple_
 
     from .. import catalog
@@ -81,18 +92,24 @@ def catalog_components(conn: Any, rows: set[str], src: Any, *, kind: str | None
     ecos = sorted({e for p in prods for e in p.names})
     if not ecos:
         return set()
+    # each stored name normalised once and tried against the patterns of its ecosystem
+    # (``Product.matches`` normalises it again for every product: ~3,000 names x the rows)
+    patterns = {e: [rx for p in prods for rx in p.names.get(e, ())] for e in ecos}
     stmt = select(components.c.ecosystem, components.c.name).where(
-        components.c.ecosystem.in_(ecos)).distinct()
+        components.c.ecosystem.in_(ecos), components.c.set_id.in_(in_sets)).distinct()
     pairs = sorted((e, n) for e, n in conn.execute(stmt)
-                   if any(p.matches(e, n) for p in prods))
-    out: set[tuple[str, str, int]] = set()
+                   if _any_full(patterns[e], catalog.normalise_name(e, n)))
+    out: set[tuple[str, int]] = set()
     for i in range(0, len(pairs), 200):
-        stmt = select(src.c.id, components.c.set_id, components.c.idx).select_from(
-            components.join(src, src.c.cset == components.c.set_id)).where(
-            tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]))
-        stmt = scan_filter(stmt, src, kind=kind, host=None, image=None)
-        out.update((a, b, c) for a, b, c in conn.execute(stmt))
+        stmt = select(components.c.set_id, components.c.idx).where(
+            tuple_(components.c.ecosystem, components.c.name).in_(pairs[i:i + 200]),
+            components.c.set_id.in_(in_sets))
+        out.update((a, b) for a, b in conn.execute(stmt))
     return out
+
+
+def _any_full(patterns: list[Any], name: str) -> bool:
+    return any(rx.may_match(name) and rx.fullmatch(name) for rx in patterns)
 
 
 def scan_infos(conn: Any, ids: Iterable[str], src: Any = None) -> Iterator[ScanInfo]:

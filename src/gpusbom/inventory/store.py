@@ -11,7 +11,6 @@ no store (filters, rows rebuilt as components) are in ``rows.py``.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import random
 import time
@@ -26,6 +25,7 @@ from .database import InventoryError, describe_error, open_engine
 from .ranges import QueryRange
 from .rows import (
     info_columns,
+    labels_match,
     like,
     scan_filter,
     scan_info,
@@ -38,24 +38,14 @@ from .schema import (
     devices,
     finding_counts,
     latest,
-    products,
     scans,
 )
-from .types import AffectedRow, Change, Drift, QueryRow, ScanInfo, SubjectInfo
+from .types import AffectedRow, Change, Drift, Page, QueryRow, ScanInfo, SubjectInfo
 
 if TYPE_CHECKING:
     from .retention import PruneReport, RematchReport
 
 __all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "Store", "SubjectInfo"]
-
-
-def _labels_match(labels: dict[str, str], want: dict[str, str | None]) -> bool:
-    for k, v in want.items():
-        if k not in labels:
-            return False
-        if v is not None and not fnmatch.fnmatchcase(str(labels[k]), v):
-            return False
-    return True
 
 
 class Store:
@@ -263,7 +253,7 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
         if labels:
-            out = [s for s in out if _labels_match(s.labels, labels)]
+            out = [s for s in out if labels_match(s.labels, labels)]
         return out
 
     def resolve(self, ref: str) -> ScanInfo:
@@ -355,16 +345,45 @@ class Store:
         loaded = self.load([s.id for s in infos])
         return [loaded[s.id] for s in infos if s.id in loaded]
 
-    def subjects(self, kind: str | None = None) -> list[SubjectInfo]:
-        """Every host / image with its latest scan, GPUs, driver and finding counts: read
-        from ``latest`` and the sets it references (no history row)."""
-        from sqlalchemy import select
+    def count_subjects(self, kind: str | None = None) -> int:
+        """How many hosts / images (``kind``) the inventory holds: ``latest``'s rows."""
+        from sqlalchemy import func, select
 
-        latest_infos = self.scans(kind=kind, all_scans=False)
+        stmt = select(func.count()).select_from(latest)
+        if kind is not None:
+            stmt = stmt.where(latest.c.kind == kind)
         with self._read() as conn:
-            refs = {r.id: r for r in conn.execute(select(
-                latest.c.id, latest.c.kind, latest.c.subject, latest.c.n_scans, latest.c.cset,
-                latest.c.fset))}
+            return int(conn.execute(stmt).scalar() or 0)
+
+    def subjects(self, kind: str | None = None, *, limit: int | None = None
+                 ) -> list[SubjectInfo]:
+        """Every host / image with its latest scan, GPUs, driver and finding counts: read
+        from ``latest`` and the sets it references (no history row). ``limit``: the first
+        ``limit`` by (kind, subject), read through ``latest``'s primary key."""
+        from sqlalchemy import select
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if limit is None:
+            latest_infos = self.scans(kind=kind, all_scans=False)
+        else:
+            stmt = select(*info_columns(latest)).order_by(latest.c.kind, latest.c.subject
+                                                           ).limit(limit)
+            if kind is not None:
+                stmt = stmt.where(latest.c.kind == kind)
+            try:
+                with self._read() as conn:
+                    latest_infos = [scan_info(r) for r in conn.execute(stmt)]
+            except SQLAlchemyError as exc:
+                raise self._wrap(exc) from None
+        wanted_ids = [s.id for s in latest_infos]
+        ref_cols = select(latest.c.id, latest.c.kind, latest.c.subject, latest.c.n_scans,
+                          latest.c.cset, latest.c.fset)
+        with self._read() as conn:
+            if limit is None:
+                refs = {r.id: r for r in conn.execute(ref_cols)}
+            else:
+                refs = {r.id: r for r in conn.execute(ref_cols.where(
+                    latest.c.id.in_(wanted_ids)))}
 
             def of_sets(table: Any, col: Any) -> Any:
                 # each set the latest scans reference read once, mapped onto its scans
@@ -413,75 +432,26 @@ class Store:
         labels: dict[str, str | None] | None = None,
         all_scans: bool = False,
     ) -> list[QueryRow]:
-        """Components by name (package name or GPU product: ``cudnn`` finds the deb, the
-        wheel and the bare library), version range, host / image (globs), labels
-        (``{"key": "glob"}``, None: the key is present), in the latest scan of each
-        subject (``all_scans``: in every scan)."""
-        from sqlalchemy import Text, cast, select
-        from sqlalchemy.exc import SQLAlchemyError
+        """Every row of ``query_rows``, as a list."""
+        return list(self.query_rows(component, versions, host=host, image=image, kind=kind,
+                                    labels=labels, all_scans=all_scans))
 
-        src = source(all_scans)
-        # labels as text, parsed once per distinct text: thousands of rows of one fleet
-        # carry a handful of label sets
-        cols = (src.c.kind, src.c.subject, src.c.id.label("sid"), src.c.ts,
-                cast(src.c.labels, Text).label("labels"), components.c.idx,
-                components.c.name, components.c.version, components.c.type,
-                components.c.ecosystem, components.c.purl, components.c.location,
-                components.c.product.label("cprod"))
-        found: dict[tuple[str, int], tuple[Any, str | None, str | None, bool]] = {}
-        try:
-            with self._read() as conn:
-                if component:
-                    key = normalize.name_key(component)
-                    by_product = select(*cols, products.c.product, products.c.version.label(
-                        "pver")).select_from(products.join(components, (
-                            products.c.set_id == components.c.set_id)
-                            & (products.c.comp_idx == components.c.idx)).join(
-                                src, src.c.cset == products.c.set_id)).where(
-                        products.c.product == component.strip().lower())
-                    by_product = scan_filter(by_product, src, kind=kind, host=host,
-                                             image=image)
-                    for r in conn.execute(by_product):
-                        found.setdefault((r.sid, r.idx), (r, r.product, r.pver, True))
-                    by_name = select(*cols).select_from(components.join(
-                        src, src.c.cset == components.c.set_id)).where(
-                        components.c.name_key == key)
-                    by_name = scan_filter(by_name, src, kind=kind, host=host, image=image)
-                    for r in conn.execute(by_name):
-                        found.setdefault((r.sid, r.idx), (r, r.cprod, r.version, False))
-                else:
-                    stmt = scan_filter(select(*cols).select_from(components.join(
-                        src, src.c.cset == components.c.set_id)), src, kind=kind,
-                        host=host, image=image)
-                    for r in conn.execute(stmt):
-                        found[(r.sid, r.idx)] = (r, r.cprod, r.version, False)
-        except SQLAlchemyError as exc:
-            raise self._wrap(exc) from None
-        out: list[QueryRow] = []
-        parsed: dict[str | None, dict[str, str]] = {}
-        contains: dict[tuple[Any, ...], bool | None] = {}
-        for r, prod, matched, via_product in found.values():
-            lab = parsed.get(r.labels)
-            if lab is None:
-                lab = parsed[r.labels] = dict(json.loads(r.labels) if r.labels else {})
-            lab = dict(lab)
-            if labels and not _labels_match(lab, labels):
-                continue
-            if versions is not None:
-                # a fleet holds a few versions on thousands of hosts: each compared once
-                ck = (matched, r.ecosystem, via_product)
-                if ck not in contains:
-                    contains[ck] = versions.contains(matched, r.ecosystem, via_product)
-                if not contains[ck]:
-                    continue
-            out.append(QueryRow(
-                kind=r.kind, subject=r.subject, scan_id=r.sid, ts=r.ts, component=r.name,
-                version=r.version, matched_version=matched, product=prod, type=r.type,
-                ecosystem=r.ecosystem, purl=r.purl, location=r.location, labels=lab,
-            ))
-        out.sort(key=lambda q: (q.kind, q.subject, q.ts, q.component, q.version or "",
-                                q.location or ""))
-        return out
+    def query_rows(
+        self,
+        component: str | None = None,
+        versions: QueryRange | None = None,
+        *,
+        host: str | None = None,
+        image: str | None = None,
+        kind: str | None = None,
+        labels: dict[str, str | None] | None = None,
+        all_scans: bool = False,
+    ) -> Page[QueryRow]:
+        """See ``where.query_rows``."""
+        from .where import query_rows
+
+        return query_rows(self, component, versions, host=host, image=image, kind=kind,
+                          labels=labels, all_scans=all_scans)
 
     # ------------------------------------------------------------------ affected
 
@@ -492,6 +462,15 @@ class Store:
 
         return affected(self, db, advisory, include_review=include_review,
                         all_scans=all_scans, kind=kind)
+
+    def affected_rows(self, db: Any, advisory: str | None = None, *,
+                      include_review: bool = False, all_scans: bool = False,
+                      kind: str | None = None) -> Page[AffectedRow]:
+        """``affected`` as a ``Page`` (see ``matching.affected_rows``)."""
+        from .matching import affected_rows
+
+        return affected_rows(self, db, advisory, include_review=include_review,
+                             all_scans=all_scans, kind=kind)
 
     # ------------------------------------------------------------------ drift
 

@@ -3,9 +3,31 @@ the store, the pure ``drift.diff`` and the command-line and web front ends."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-__all__ = ["AffectedRow", "Change", "Drift", "QueryRow", "ScanInfo", "SubjectInfo"]
+__all__ = ["AffectedRow", "Change", "Drift", "Page", "QueryRow", "ScanInfo", "SubjectInfo"]
+
+T = TypeVar("T")
+
+
+class Page(Generic[T]):
+    """The rows of an answer, produced as they are taken (iterate once), with what is
+    known before any is built: ``total`` rows, the (kind, subject) pairs they name
+    (``subjects``; for ``affected``: those with an ``affected`` row) and ``found``
+    (``affected``: any row is ``affected``). A fleet's answer is its few distinct sets
+    expanded to thousands of hosts: a caller that shows 1,000 rows builds 1,000."""
+
+    def __init__(self, rows: Iterable[T], total: int, subjects: frozenset[tuple[str, str]],
+                 *, found: bool = False) -> None:
+        self._rows = iter(rows)
+        self.total = total
+        self.subjects = subjects
+        self.found = found
+
+    def __iter__(self) -> Iterator[T]:
+        return self._rows
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,19 @@ def add_scan(conn: Any, dialect: str, rows: dict[str, list[dict[str, Any]]],
         return False
     conn.execute(_insert(dialect)(envelopes).values(**rows["envelopes"][0])
                  .on_conflict_do_nothing())
+    known = [scan[w] for w in ("cset", "fset", "pset") if scan[w] in skipped]
+    if known:
+        # sets stored when looked up (an unchanged host: all of them): one look-up that
+        # they are still there (prune may have taken one since), not one per set
+        from sqlalchemy import select
+
+        there = set(conn.execute(select(content_sets.c.id).where(
+            content_sets.c.id.in_(known))).scalars())
+        if len(there) < len(set(known)):
+            raise RowsNotBuilt(next(k for k in known if k not in there))
     for which in ("cset", "fset", "pset"):
+        if scan[which] in skipped:
+            continue
         add_set(conn, dialect, scan[which], which, rows, scan["ingested_at"],
                 scan.get("stack_text") if which == "cset" else None, skipped)
     advance_latest(conn, dialect, scan)

@@ -67,6 +67,23 @@ FmtOpt = Annotated[str, typer.Option("--format", "-f", callback=_format,
                                      help="table, json or csv.")]
 
 
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=0, help="Show at most this many rows (the "
+                             "summary line counts all). Default: 1000 in a table, every row "
+                             "with --format json or csv; 0: every row.")
+]
+
+
+def row_limit(limit: int | None, fmt: str) -> int | None:
+    """``--limit``: None (every row) for 0, or when not given and the format is not a
+    table; a table shows ``reports.TABLE_LIMIT`` rows unless told."""
+    from ...inventory.reports import TABLE_LIMIT
+
+    if limit is None:
+        return TABLE_LIMIT if fmt == "table" else None
+    return limit or None
+
+
 class Kind(str, Enum):
     host = "host"
     image = "image"
@@ -126,14 +143,16 @@ def query(
     label: Annotated[list[str] | None, typer.Option("--label", "-l", help="KEY=GLOB or KEY "
                                                     "(present); repeatable.")] = None,
     kind: KindOpt = None, all_scans: AllScansOpt = False, fmt: FmtOpt = "table",
-    output: OutOpt = None, db: DbOpt = None, debug: DebugOpt = False,
+    limit: LimitOpt = None, output: OutOpt = None, db: DbOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
-    """Where is a component (and in which versions)? One row per component found."""
+    """Where is a component (and in which versions)? One row per component found (a
+    table: the first 1000, see --limit)."""
     from ...inventory.reports import query as _query
 
     r = _query(db, component, version=version, scheme=scheme, host=host, image=image,
                labels=label, kind=kind.value if kind else None, all_scans=all_scans,
-               short_ids=fmt == "table")
+               short_ids=fmt == "table", limit=row_limit(limit, fmt))
     write_report(r.rows, fmt, output, summary=r.summary)
 
 
@@ -149,15 +168,17 @@ def affected(
     fail: Annotated[bool, typer.Option("--fail", help="Exit 1 when anything is affected.")
                     ] = False,
     kind: KindOpt = None, all_scans: AllScansOpt = False, fmt: FmtOpt = "table",
-    output: OutOpt = None, db: DbOpt = None, debug: DebugOpt = False,
+    limit: LimitOpt = None, output: OutOpt = None, db: DbOpt = None,
+    debug: DebugOpt = False,
 ) -> int:
     """Hosts and images affected by an advisory: the stored scans re-matched against the
-    current advisory database (nothing is rescanned)."""
+    current advisory database (nothing is rescanned). A table shows the first 1000 rows
+    (see --limit); the summary and --fail count every row."""
     from ...inventory.reports import affected as _affected
 
     r = _affected(db, advisory, all_advisories=all_advisories, include_review=include_review,
                   kind=kind.value if kind else None, all_scans=all_scans,
-                  short_ids=fmt == "table")
+                  short_ids=fmt == "table", limit=row_limit(limit, fmt))
     write_report(r.rows, fmt, output, summary=r.summary)
     return EXIT_POLICY if fail and r.found else EXIT_OK
 

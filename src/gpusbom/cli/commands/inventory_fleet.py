@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 
 from .._common import EXIT_OK, EXIT_POLICY, exits
-from .inventory import DbOpt, DebugOpt, FmtOpt, OutOpt, inventory_app, write_report
+from .inventory import (
+    DbOpt,
+    DebugOpt,
+    FmtOpt,
+    LimitOpt,
+    OutOpt,
+    inventory_app,
+    row_limit,
+    write_report,
+)
 
 
 @inventory_app.command("compat")
@@ -42,22 +51,26 @@ def compat(
 
 @inventory_app.command("hosts")
 @exits
-def hosts(fmt: FmtOpt = "table", output: OutOpt = None, db: DbOpt = None,
-          debug: DebugOpt = False) -> None:
-    """Every host: latest scan, GPUs, kernel driver, findings by severity."""
+def hosts(fmt: FmtOpt = "table", limit: LimitOpt = None, output: OutOpt = None,
+          db: DbOpt = None, debug: DebugOpt = False) -> None:
+    """Every host: latest scan, GPUs, kernel driver, findings by severity
+    (a table: the first 1000 by name, see --limit)."""
     from ...inventory.reports import subjects
 
-    write_report(subjects(db, "host", short_ids=fmt == "table"), fmt, output)
+    r = subjects(db, "host", short_ids=fmt == "table", limit=row_limit(limit, fmt))
+    write_report(r.rows, fmt, output, summary=r.summary)
 
 
 @inventory_app.command("images")
 @exits
-def images(fmt: FmtOpt = "table", output: OutOpt = None, db: DbOpt = None,
-           debug: DebugOpt = False) -> None:
-    """Every image: latest scan, digest, components, findings by severity."""
+def images(fmt: FmtOpt = "table", limit: LimitOpt = None, output: OutOpt = None,
+           db: DbOpt = None, debug: DebugOpt = False) -> None:
+    """Every image: latest scan, digest, components, findings by severity
+    (a table: the first 1000 by name, see --limit)."""
     from ...inventory.reports import subjects
 
-    write_report(subjects(db, "image", short_ids=fmt == "table"), fmt, output)
+    r = subjects(db, "image", short_ids=fmt == "table", limit=row_limit(limit, fmt))
+    write_report(r.rows, fmt, output, summary=r.summary)
 
 
 @inventory_app.command("metrics")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import itertools
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -141,8 +142,14 @@ def _overview(store: Store) -> dict[str, Any]:
     """Read from the latest scans' rows only, each table joined once to the ``latest``
     table ingest keeps (devices carry their driver version; findings are read as the
     per-scan counts stored at ingest): no stored component or finding row is read, so a
-    fleet of thousands of hosts with years of scans stays fast."""
-    from sqlalchemy import select
+    fleet of thousands of hosts with years of scans stays fast.
+
+    The panels are counted per distinct (kind, component set, finding set, probe set,
+    stack) of the latest scans, weighted by how many hosts and images have it (one
+    GROUP BY: a fleet of 10,000 identical nodes is one group), and the host and image
+    lists are the first ``ROW_LIMIT`` by name (read through ``latest``'s primary key):
+    no Python work per host beyond the rows shown."""
+    from sqlalchemy import func, select
 
     from ..schema import affected_advisories, devices, finding_counts, latest, probes
 
@@ -151,13 +158,19 @@ def _overview(store: Store) -> dict[str, Any]:
         # share a set share its rows: mapped below through latest)
         return table.c.set_id.in_(select(col).distinct())
 
+    cols = (latest.c.id, latest.c.kind, latest.c.subject, latest.c.ts, latest.c.stack_text,
+            latest.c.components, latest.c.digest, latest.c.n_scans, latest.c.cset,
+            latest.c.fset, latest.c.pset)
     with store.engine.connect() as conn:
-        rows = list(conn.execute(select(latest.c.id, latest.c.kind, latest.c.subject,
-                                        latest.c.ts, latest.c.stack_text, latest.c.components,
-                                        latest.c.digest, latest.c.n_scans, latest.c.cset,
-                                        latest.c.fset, latest.c.pset)
-                                 .order_by(latest.c.kind, latest.c.subject)))
-        n_scans = {(r.kind, r.subject): r.n_scans for r in rows}
+        groups = list(conn.execute(select(
+            latest.c.kind, latest.c.cset, latest.c.fset, latest.c.pset, latest.c.stack_text,
+            func.count().label("n")).group_by(latest.c.kind, latest.c.cset, latest.c.fset,
+                                              latest.c.pset, latest.c.stack_text)))
+        hosts = list(conn.execute(select(*cols).where(latest.c.kind == "host")
+                                  .order_by(latest.c.kind, latest.c.subject).limit(ROW_LIMIT)))
+        images = list(conn.execute(select(*cols).where(latest.c.kind != "host")
+                                   .order_by(latest.c.kind, latest.c.subject)
+                                   .limit(ROW_LIMIT)))
         set_gpus: dict[str, list[str]] = {}
         set_drivers: dict[str, set[str]] = {}
         for r in conn.execute(select(devices.c.set_id, devices.c.model, devices.c.pci_address,
@@ -186,67 +199,65 @@ def _overview(store: Store) -> dict[str, Any]:
                                              affected_advisories.c.advisory)
                                       .where(of_sets(affected_advisories, latest.c.fset))):
             set_advs.setdefault(fset, []).append(adv)
-    gpus = {r.id: set_gpus.get(r.cset, []) for r in rows}
-    drivers = {r.id: set_drivers[r.cset] for r in rows if r.cset in set_drivers}
-    sev = {r.id: set_sev[r.fset] for r in rows if r.fset in set_sev}
-    outcomes = {r.id: set_outcomes[r.pset] for r in rows if r.pset in set_outcomes}
+
+    def driver_of(cset: str) -> str | None:
+        return ", ".join(sorted(set_drivers.get(cset, ()))) or None
+
+    def probe_of(pset: str) -> str:
+        got = set_outcomes.get(pset, set())
+        return ("fail" if got & {"fail", "error", "timeout"} else "pass" if "pass" in got
+                else "skipped" if got else "not probed")
+
     # hosts and images whose latest scan has a finding the advisory affects
     hits: Counter[str] = Counter()
-    for r in rows:
-        for adv in set_advs.get(r.fset, ()):
-            hits[adv] += 1
-    touched = [{"advisory": a, "subjects": n} for a, n in sorted(
-        hits.items(), key=lambda kv: (-kv[1], kv[0]))[:50]]
-    hosts = [r for r in rows if r.kind == "host"]
-    images = [r for r in rows if r.kind != "host"]
     by_model: Counter[str] = Counter()
     by_branch: Counter[str] = Counter()
     by_cuda: Counter[str] = Counter()
     by_probe: Counter[str] = Counter()
-    host_rows = []
-    for h in hosts:
-        hg = gpus.get(h.id, [])
-        models = sorted({g.split(" (")[0] for g in hg}) or ["no GPU"]
-        for m in models:
-            by_model[m] += 1
-        driver = ", ".join(sorted(drivers.get(h.id, ()))) or None
-        vers = re.findall(r"nvidia ([0-9][0-9.]*)", driver or "")
-        branch = _branch(vers[0]) if vers else ("none" if not driver else "other")
-        by_branch[branch] += 1
-        cuda = _cuda_of(h.stack_text)
-        by_cuda[cuda] += 1
-        got = outcomes.get(h.id, set())
-        probe = ("fail" if got & {"fail", "error", "timeout"} else "pass" if "pass" in got
-                 else "skipped" if got else "not probed")
-        by_probe[probe] += 1
-        host_rows.append({"subject": h.subject, "scans": n_scans.get((h.kind, h.subject), 1),
-                          "last_scan": h.ts, "gpus": hg, "driver": driver, "cuda": cuda,
-                          "probe": probe, "findings": dict(sorted(sev.get(h.id, {}).items()))})
     by_stack: Counter[str] = Counter()
-    image_rows = []
-    for i in images:
-        st = stacks_of(i.stack_text)
-        for s in st or ["no GPU stack"]:
-            by_stack[s] += 1
-        image_rows.append({"subject": i.subject, "kind": i.kind,
-                           "scans": n_scans.get((i.kind, i.subject), 1), "last_scan": i.ts,
-                           "digest": i.digest, "components": i.components, "stacks": st,
-                           "findings": dict(sorted(sev.get(i.id, {}).items()))})
+    n_hosts = n_images = 0
+    for g in groups:
+        for adv in set_advs.get(g.fset, ()):
+            hits[adv] += g.n
+        if g.kind != "host":
+            n_images += g.n
+            for st in stacks_of(g.stack_text) or ["no GPU stack"]:
+                by_stack[st] += g.n
+            continue
+        n_hosts += g.n
+        for m in sorted({x.split(" (")[0] for x in set_gpus.get(g.cset, [])}) or ["no GPU"]:
+            by_model[m] += g.n
+        driver = driver_of(g.cset)
+        vers = re.findall(r"nvidia ([0-9][0-9.]*)", driver or "")
+        by_branch[_branch(vers[0]) if vers else ("none" if not driver else "other")] += g.n
+        by_cuda[_cuda_of(g.stack_text)] += g.n
+        by_probe[probe_of(g.pset)] += g.n
+    touched = [{"advisory": a, "subjects": n} for a, n in sorted(
+        hits.items(), key=lambda kv: (-kv[1], kv[0]))[:50]]
+    host_rows = [{"subject": h.subject, "scans": h.n_scans, "last_scan": h.ts,
+                  "gpus": set_gpus.get(h.cset, []), "driver": driver_of(h.cset),
+                  "cuda": _cuda_of(h.stack_text), "probe": probe_of(h.pset),
+                  "findings": dict(sorted(set_sev.get(h.fset, {}).items()))} for h in hosts]
+    image_rows = [{"subject": i.subject, "kind": i.kind, "scans": i.n_scans,
+                   "last_scan": i.ts, "digest": i.digest, "components": i.components,
+                   "stacks": stacks_of(i.stack_text),
+                   "findings": dict(sorted(set_sev.get(i.fset, {}).items()))}
+                  for i in images]
 
     def counts(c: Counter[str]) -> list[dict[str, Any]]:
         return [{"value": k, "hosts": n} for k, n in sorted(c.items(), key=lambda kv:
                                                              (-kv[1], kv[0]))]
 
     return {
-        "hosts": len(hosts), "images": len(images),
+        "hosts": n_hosts, "images": n_images,
         "by_gpu_model": counts(by_model), "by_driver_branch": counts(by_branch),
         "by_cuda": counts(by_cuda), "by_probe": counts(by_probe),
         "images_by_stack": [{"stack": k, "images": n} for k, n in
                             sorted(by_stack.items(), key=lambda kv: (-kv[1], kv[0]))],
         "advisory_db": None,  # per request (its age)
         "advisories_in_fleet": touched,
-        "host_list": host_rows[:ROW_LIMIT], "image_list": image_rows[:ROW_LIMIT],
-        "truncated": len(host_rows) > ROW_LIMIT or len(image_rows) > ROW_LIMIT,
+        "host_list": host_rows, "image_list": image_rows,
+        "truncated": n_hosts > ROW_LIMIT or n_images > ROW_LIMIT,
     }
 
 
@@ -280,18 +291,20 @@ def search(store: Store, params: dict[str, Any]) -> dict[str, Any]:
         if version and not component:
             raise UsageError("a version range needs a component name")
         rng = parse_range(version, scheme) if version else None
-        rows = store.query(component, rng, host=(params.get("host") or None),
-                           image=(params.get("image") or None), kind=kind,
-                           labels=labels or None, all_scans=bool(params.get("all_scans")))
+        # the first ROW_LIMIT rows built, the total and subjects counted per set
+        page = store.query_rows(component, rng, host=(params.get("host") or None),
+                                image=(params.get("image") or None), kind=kind,
+                                labels=labels or None, all_scans=bool(params.get("all_scans")))
+        rows = list(itertools.islice(page, ROW_LIMIT))
     except (UsageError, InputError) as exc:
         out["error"] = str(exc)
         return out
-    out["total"] = len(rows)
+    out["total"] = page.total
     # QueryRow is flat (its labels a dict of strings): a shallow copy is what asdict makes
     names = [f.name for f in dataclasses.fields(QueryRow)]
     out["rows"] = [{**{k: getattr(r, k) for k in names}, "labels": dict(r.labels)}
-                   for r in rows[:ROW_LIMIT]]
-    out["subjects"] = len({(r.kind, r.subject) for r in rows})
+                   for r in rows]
+    out["subjects"] = len(page.subjects)
     return out
 
 
