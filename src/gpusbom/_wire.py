@@ -21,11 +21,14 @@ import pickle
 from collections.abc import Iterable
 from typing import Any
 
+from .errors import GpusbomError
+
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-class WireError(pickle.UnpicklingError):
-    """A worker's bytes named something they may not, or were malformed."""
+class WireError(GpusbomError, pickle.UnpicklingError):
+    """A worker's bytes named something they may not, or were malformed (the callers turn
+    it into a lost worker: the work redone in this process, or a ``LayerError``)."""
 
 
 def dumps(obj: Any) -> bytes:

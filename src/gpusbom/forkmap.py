@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from . import _wire
+from .errors import GpusbomError
 
 __all__ = ["WorkerLost", "fork_map"]
 
@@ -32,7 +33,7 @@ _FRAME = struct.Struct("<IBQ")  # task number, 0 = value / 1 = error, payload le
 _READ = 1 << 20
 
 
-class WorkerLost(RuntimeError):
+class WorkerLost(GpusbomError):
     """A worker ended without sending every result it owed (killed, or ``os._exit``)."""
 
 

@@ -25,6 +25,8 @@ EXCEPTIONS = {
     ("host/nvml.py", "code = literal"),
     ("host/parwalk.py", "os._exit"),
     ("host/parwalk.py", "code = literal"),
+    ("forkmap.py", "os._exit"),
+    ("forkmap.py", "code = literal"),
 }
 
 
