@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import msgpack
 import pytest
 
 from gpusbom import _wire
@@ -55,10 +56,25 @@ class _Planted:
         return (os.system, ("true",))
 
 
-def test_a_worker_result_naming_code_is_refused() -> None:
-    # a subverted worker (simulated: its result names os.system) cannot make the parent call it
-    with pytest.raises(_wire.WireError, match="system"):
+def test_a_worker_result_naming_code_is_refused(tmp_path, monkeypatch) -> None:
+    # a subverted worker (simulated: its result's class would have pickle call os.system, and
+    # its raw bytes name os:system) cannot make the parent call anything
+    with pytest.raises(_wire.WireError, match="_Planted"):
         list(fork_map(lambda i: _Planted(), [0], 1, {}))
+    marker = tmp_path / "ran"
+    raw = msgpack.packb(msgpack.ExtType(4, msgpack.packb(["os:system", [f"touch {marker}"]])))
+    real = _wire.dumps
+    monkeypatch.setattr(_wire, "dumps", lambda v: v.data if isinstance(v, _Raw) else real(v))
+    with pytest.raises(_wire.WireError, match="os:system"):
+        list(fork_map(lambda i: _Raw(raw), [0], 1, {}))
+    assert not marker.exists()
+
+
+class _Raw:
+    """A value whose bytes reach the parent as they are (the worker's ``dumps`` replaced)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
 def _children() -> set[int]:

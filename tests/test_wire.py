@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import pickletools
 
+import msgpack
 import pytest
 
 from gpusbom import _wire
@@ -16,8 +16,12 @@ from gpusbom.errors import UnsafeArchiveError
 
 
 def _global_stream(module: str, name: str, arg: str) -> bytes:
-    # protocol 0: GLOBAL 'module name', then call it with one string argument
+    # pickle protocol 0: GLOBAL 'module name', then call it with one string argument
     return f"c{module}\n{name}\n(V{arg}\ntR.".encode()
+
+
+def _ext(code: int, name: str, args: object) -> bytes:
+    return msgpack.packb(msgpack.ExtType(code, msgpack.packb([name, args])))
 
 
 @pytest.mark.parametrize(("module", "name"), [
@@ -25,17 +29,22 @@ def _global_stream(module: str, name: str, arg: str) -> bytes:
     ("posix", "system"),
     ("builtins", "eval"),
     ("builtins", "getattr"),
-    ("gpusbom.fsview.layercache", "os.system"),  # protocol 4's dotted name
+    ("gpusbom.fsview.layercache", "os.system"),
     ("gpusbom.collectors.base", "GroupedPaths.of"),
     ("subprocess", "Popen"),
 ])
 def test_a_stream_naming_code_is_refused_and_runs_nothing(tmp_path, module, name) -> None:
     marker = tmp_path / "ran"
+    allowed = _wire.allow([GroupedPaths])
+    # a pickle that runs the command under plain pickle (the test's stream is a real exploit)
     data = _global_stream(module, name, f"touch {marker}")
     with pytest.raises(_wire.WireError):
-        _wire.loads(data, _wire.allow([GroupedPaths]))
+        _wire.loads(data, allowed)
+    # the format's own ways to name something: an object, an enum member, an error
+    for code in (4, 5, 6):
+        with pytest.raises(_wire.WireError):
+            _wire.loads(_ext(code, f"{module}:{name}", [f"touch {marker}"]), allowed)
     assert not marker.exists()
-    # the same bytes through plain pickle do run (the test's stream is a real exploit)
     if (module, name) == ("os", "system"):
         pickle.loads(data)  # noqa: S301 - the point of the test
         assert marker.exists()
@@ -74,12 +83,22 @@ def test_malformed_bytes_are_a_wire_error(data: bytes) -> None:
         _wire.loads(data, {})
 
 
-def test_only_class_opcodes_can_reach_find_class() -> None:
-    # every opcode that resolves a name goes through find_class; list them so that a new
-    # protocol's opcode shows up here
-    resolving = {op.name for op in pickletools.opcodes if op.name in
-                 {"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "EXT1", "EXT2", "EXT4"}}
-    assert resolving == {"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "EXT1", "EXT2", "EXT4"}
-    # the extension registry (EXT*) is empty in this process, so EXT opcodes fail too
-    with pytest.raises(_wire.WireError):
-        _wire.loads(b"\x80\x02\x82\x01.", {})
+def test_a_listed_class_is_built_without_running_its_methods() -> None:
+    class_calls: list[str] = []
+    real_init = GroupedPaths.__init__
+
+    def spy(self: GroupedPaths, groups: list) -> None:  # type: ignore[type-arg]
+        class_calls.append("init")
+        real_init(self, groups)
+
+    data = _wire.dumps(GroupedPaths([("/a", "x")]))
+    GroupedPaths.__init__ = spy  # type: ignore[method-assign]
+    try:
+        got = _wire.loads(data, _wire.allow([GroupedPaths]))
+    finally:
+        GroupedPaths.__init__ = real_init  # type: ignore[method-assign]
+    assert class_calls == [] and got.groups == [("/a", "x")]
+    # a field count that does not fit the class is refused
+    with pytest.raises(_wire.WireError, match="fields"):
+        _wire.loads(_ext(4, "gpusbom.collectors.base:GroupedPaths", [1, 2]),
+                    _wire.allow([GroupedPaths]))

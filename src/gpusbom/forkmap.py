@@ -76,7 +76,7 @@ def fork_map(
     fn: Callable[[int], Any],
     tasks: Sequence[int],
     procs: int,
-    allowed: dict[tuple[str, str], type],
+    allowed: dict[str, type],
     pack: Callable[[Any], Any] = lambda v: v,
     unpack: Callable[[Any], Any] = lambda v: v,
 ) -> Generator[tuple[int, Any], None, None]:
@@ -123,7 +123,7 @@ def _kill(pids: Any) -> None:
             os.waitpid(pid, 0)
 
 
-def _gather(kids: dict[int, int], total: int, allowed: dict[tuple[str, str], type],
+def _gather(kids: dict[int, int], total: int, allowed: dict[str, type],
             unpack: Callable[[Any], Any]) -> Iterator[tuple[int, Any]]:
     sel = selectors.DefaultSelector()
     bufs = {fd: bytearray() for fd in kids}

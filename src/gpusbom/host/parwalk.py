@@ -312,7 +312,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     walker.unreadable = sorted(unreadable, key=lambda p: (_root_of(roots, p), p.split("/")))
 
 
-def _allowed() -> dict[tuple[str, str], type]:
+def _allowed() -> dict[str, type]:
     """The classes a worker's results may name (``gpusbom._wire``): those the premade parses
     declare they return; entries travel as plain tuples (``_flat``)."""
     from ..collectors import premade_parsers
