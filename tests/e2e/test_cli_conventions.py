@@ -150,7 +150,7 @@ def test_scan_help_is_grouped_in_panels() -> None:
 def _native_goldens() -> list[Path]:
     out = []
     for p in sorted(GOLDEN.rglob("*")):
-        name = p.name.removesuffix(".gz")
+        name = p.name.removesuffix(".min")
         if p.is_file() and (name == "json" or name.endswith(".json")):
             doc = json.loads(read(p))
             if isinstance(doc, dict) and doc.get("schema") == "gpusbom/scan/1":

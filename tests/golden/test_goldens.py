@@ -13,7 +13,6 @@ An intended change of output: run ``scripts/update-goldens`` and review ``git di
 from __future__ import annotations
 
 import difflib
-import gzip
 import json
 import os
 import re
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from golden_files import read as read_golden
+from golden_files import MINIFY_OVER, minify
 
 from fixtures.build import FixturePaths, ensure
 from fixtures.fetch import cache_root
@@ -339,18 +338,11 @@ def _inventory(ctx: Ctx, request: pytest.FixtureRequest) -> None:
 # --- the test --------------------------------------------------------------------------------
 
 
-#: a golden larger than this is kept gzip-compressed (``NAME.gz``, no timestamp: the same text
-#: gives the same bytes); ``git diff`` shows its text with ``git config diff.gzip.textconv
-#: "gzip -dc"`` (``.gitattributes``)
-GZIP_OVER = 1 << 20
-
-
 def _write_golden(path: Path, text: str) -> None:
-    data = text.encode()
-    if len(data) > GZIP_OVER:
-        path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, 9, mtime=0))
+    if len(text.encode()) > MINIFY_OVER:
+        path.with_name(path.name + ".min").write_text(minify(path.name, text))
     else:
-        path.write_bytes(data)
+        path.write_text(text)
 
 
 @pytest.fixture
@@ -371,7 +363,8 @@ def test_golden(name: str, ctx: Ctx, request: pytest.FixtureRequest) -> None:
             _write_golden(d / k, v)
         return
     assert d.is_dir(), f"no goldens for {name}: run scripts/update-goldens and review git diff"
-    want = {p.name.removesuffix(".gz"): read_golden(p) for p in d.iterdir()}
+    want = {p.name.removesuffix(".min"): p.read_text() for p in d.iterdir()}
+    got = {k: minify(k, v) if (d / f"{k}.min").exists() else v for k, v in got.items()}
     assert sorted(got) == sorted(want), f"{name}: output files differ from {d}"
     diffs = [k for k in sorted(got) if got[k] != want[k]]
     if diffs:
