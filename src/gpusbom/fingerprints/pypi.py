@@ -17,12 +17,14 @@ METADATA parsed as headers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import IO, Any
@@ -142,30 +144,45 @@ def download(sess: Any, wheel: dict[str, Any], dest: Path, *, limit: int = 4 << 
     if not want:
         raise UpdateError(f"{wheel['filename']}: the index gives no sha256")
     name = Path(str(wheel["filename"])).name
-    path = dest / name
+    return save_checked(http_chunks(sess, str(wheel["url"])), dest / name, bound=limit,
+                        want=str(want), where=str(wheel["url"]), whose="index's")[0]
+
+
+@contextlib.contextmanager
+def http_chunks(sess: Any, url: str) -> Iterator[Iterable[bytes]]:
+    """The body of ``url``, streamed in chunks (an HTTP status other than 200 is refused)."""
+    with sess.get(url, stream=True, timeout=600) as r:
+        if r.status_code != 200:
+            raise UpdateError(f"{url}: HTTP {r.status_code}")
+        yield r.iter_content(_CHUNK)
+
+
+def save_checked(chunks: AbstractContextManager[Iterable[bytes]], path: Path, *, bound: int,
+                 want: str, where: str, whose: str) -> tuple[Path, int]:
+    """``chunks`` written to ``path``, at most ``bound`` bytes, and checked against the sha256
+    ``want`` (``whose``: where it was given); (path, size). A download that fails, is too
+    large or does not match is deleted and refused (``UpdateError``)."""
     h = hashlib.sha256()
     n = 0
     try:
-        with sess.get(wheel["url"], stream=True, timeout=600) as r:
-            if r.status_code != 200:
-                raise UpdateError(f"{wheel['url']}: HTTP {r.status_code}")
-            with open(path, "wb") as out:
-                for chunk in r.iter_content(_CHUNK):
-                    n += len(chunk)
-                    if n > limit:
-                        raise UpdateError(f"{name}: larger than {limit} bytes")
-                    h.update(chunk)
-                    out.write(chunk)
+        with open(path, "wb") as out, chunks as body:
+            for chunk in body:
+                n += len(chunk)
+                if n > bound:
+                    raise UpdateError(f"{where}: larger than {bound} bytes; refused")
+                h.update(chunk)
+                out.write(chunk)
     except UpdateError:
         path.unlink(missing_ok=True)
         raise
     except Exception as e:  # noqa: BLE001 - requests' and OS errors, named in the message
         path.unlink(missing_ok=True)
-        raise UpdateError(f"{wheel['url']}: download failed: {type(e).__name__}: {e}") from None
+        raise UpdateError(f"{where}: download failed: {type(e).__name__}: {e}") from None
     if h.hexdigest() != want:
         path.unlink()
-        raise UpdateError(f"{name}: sha256 {h.hexdigest()} is not the index's {want}")
-    return path
+        raise UpdateError(f"{path.name}: sha256 {h.hexdigest()} is not the {whose} {want}; "
+                          "refused")
+    return path, n
 
 
 def _soname(path: Path) -> str | None:

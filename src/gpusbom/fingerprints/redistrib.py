@@ -37,18 +37,28 @@ Nothing from a manifest or an archive is executed, and nothing is unpickled.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import lzma
 import re
 import tarfile
 import urllib.parse
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..catalog import names
 from .database import URL_SOURCE_RX, Record, Release
-from .pypi import RELEASE_VERSION_RX, UpdateError, fingerprint_member, library_stem, product_of
+from .pypi import (
+    RELEASE_VERSION_RX,
+    UpdateError,
+    fingerprint_member,
+    http_chunks,
+    library_stem,
+    product_of,
+    save_checked,
+)
 
 __all__ = ["MAX_ARCHIVE", "MAX_MANIFEST", "Archive", "Manifest", "fetch_archive",
            "fingerprint_archive", "manifest_refs", "parse_manifest", "read_manifest",
@@ -274,50 +284,29 @@ def fetch_archive(sess: Any, manifest: Manifest, archive: Archive, dest: Path, *
     sha256: an archive that does not match is deleted and refused."""
     bound = min(limit, archive.size) if archive.size is not None else limit
     name = PurePosixPath(archive.relative_path).name
-    path = dest / name
-    h = hashlib.sha256()
-    n = 0
     base = urllib.parse.urlsplit(manifest.url)
     where = urllib.parse.urljoin(manifest.url, archive.relative_path)
-    try:
-        with open(path, "wb") as out:
-            if base.scheme == "file":
-                root = Path(urllib.parse.unquote(base.path)).parent
-                src = (root / archive.relative_path).resolve()
-                if not src.is_relative_to(root.resolve()):
-                    raise UpdateError(f"{where}: outside the manifest's directory; refused")
-                with open(src, "rb") as f:
-                    chunks = iter(lambda: f.read(_CHUNK), b"")
-                    for chunk in chunks:
-                        n += len(chunk)
-                        if n > bound:
-                            raise UpdateError(f"{where}: larger than {bound} bytes; refused")
-                        h.update(chunk)
-                        out.write(chunk)
-            else:
-                with sess.get(where, stream=True, timeout=600) as r:
-                    if r.status_code != 200:
-                        raise UpdateError(f"{where}: HTTP {r.status_code}")
-                    for chunk in r.iter_content(_CHUNK):
-                        n += len(chunk)
-                        if n > bound:
-                            raise UpdateError(f"{where}: larger than {bound} bytes; refused")
-                        h.update(chunk)
-                        out.write(chunk)
-    except UpdateError:
-        path.unlink(missing_ok=True)
-        raise
-    except Exception as e:  # noqa: BLE001 - requests' and OS errors, named in the message
-        path.unlink(missing_ok=True)
-        raise UpdateError(f"{where}: download failed: {type(e).__name__}: {e}") from None
-    if h.hexdigest() != archive.sha256:
-        path.unlink()
-        raise UpdateError(f"{name}: sha256 {h.hexdigest()} is not the manifest's "
-                          f"{archive.sha256}; refused")
+    chunks: AbstractContextManager[Iterable[bytes]]
+    if base.scheme == "file":
+        root = Path(urllib.parse.unquote(base.path)).parent
+        src = (root / archive.relative_path).resolve()
+        if not src.is_relative_to(root.resolve()):
+            raise UpdateError(f"{where}: outside the manifest's directory; refused")
+        chunks = _file_chunks(src)
+    else:
+        chunks = http_chunks(sess, where)
+    path, n = save_checked(chunks, dest / name, bound=bound, want=archive.sha256, where=where,
+                           whose="manifest's")
     if archive.size is not None and n != archive.size:
         path.unlink()
         raise UpdateError(f"{name}: {n} bytes, the manifest says {archive.size}; refused")
     return path
+
+
+@contextlib.contextmanager
+def _file_chunks(src: Path) -> Iterator[Iterable[bytes]]:
+    with open(src, "rb") as f:
+        yield iter(lambda: f.read(_CHUNK), b"")
 
 
 def _member_problem(member: tarfile.TarInfo) -> str | None:
