@@ -117,10 +117,12 @@ def _latest_rows(conn: Any) -> list[Any]:
 
     from .schema import latest
 
+    # fetched at once (iterating a result fetches row by row: 10,000 hosts in 33-70 ms
+    # instead of 27)
     return list(conn.execute(select(
         latest.c.id, latest.c.kind, latest.c.subject, latest.c.ts, latest.c.components,
         latest.c.cset, latest.c.fset, latest.c.pset).order_by(
-        latest.c.ts, latest.c.ingested_at, latest.c.id)))
+        latest.c.ts, latest.c.ingested_at, latest.c.id)).all())
 
 
 def _scan_samples(r: Any, sets: _Sets) -> dict[str, Samples]:
@@ -264,14 +266,17 @@ class Exposition:
     def _build(self) -> tuple[list[str], list[tuple[str, float]]]:
         with self.store.engine.connect() as conn:
             rows = _latest_rows(conn)
-            self._sets.read(conn, rows)
+            keys = [tuple(r) for r in rows]
+            kept = self._chunks
+            # only the sets of the scans not formatted before are looked up
+            self._sets.read(conn, [r for r, k in zip(rows, keys, strict=True)
+                                   if k not in kept])
         numbers: dict[float, str] = {}
         chunks: dict[tuple[Any, ...], dict[str, Any]] = {}
         per = []
         times: list[tuple[str, float]] = []
-        for r in rows:
-            key = tuple(r)
-            got = self._chunks.get(key)
+        for r, key in zip(rows, keys, strict=True):
+            got = kept.get(key)
             if got is None:
                 samples = _scan_samples(r, self._sets)
                 got = {name: _lines(name, labels, samples[name], numbers)
@@ -284,11 +289,11 @@ class Exposition:
             per.append(got)
             times.append((got[self.AGE], got["epoch"]))
         self._chunks = chunks
-        by_id = sorted(range(len(rows)), key=lambda i: rows[i].id)
+        by_id = [per[i] for i in sorted(range(len(rows)), key=lambda i: rows[i].id)]
         texts: list[list[str]] = [[], []]  # the families before the age, and after it
         for n, (name, doc, _labels) in enumerate(SPECS):
             if name == self.AGE:
                 continue
-            order = by_id if name in _BY_ID else range(len(rows))
-            texts[n > 1].append(_header(name, doc) + "".join(per[i][name] for i in order))
+            texts[n > 1].append(_header(name, doc) + "".join(
+                [c[name] for c in (by_id if name in _BY_ID else per)]))
         return ["".join(texts[0]), "".join(texts[1])], times

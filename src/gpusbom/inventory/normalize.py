@@ -57,6 +57,11 @@ def name_key(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
+#: every value of ``scans.kind`` / ``latest.kind`` (a subject's scans are read through the
+#: ``(kind, subject, ts)`` index: a question by subject alone names every kind)
+SCAN_KINDS = ("host", "image", "sbom")
+
+
 def scan_kind(result: ScanResult) -> str:
     t = result.target
     if t.kind == "host":
@@ -201,17 +206,37 @@ def split(result: ScanResult) -> Split:
                          "does not store it") from None
 
 
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` through orjson where it parses the text (about 3x faster on a set's
+    body; the same values: what orjson refuses, an integer past 64 bits or ``NaN``, is
+    parsed by ``json``)."""
+    try:
+        import orjson
+    except ImportError:  # an install without the extra's newest member
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def join_dict(envelope: bytes, component_body: bytes, finding_body: bytes,
+              stamp: str | None) -> dict[str, Any]:
+    """The scan document again from its parts, as parsed JSON (``join``'s value)."""
+    env = loads(envelope)
+    doc = dict(env["doc"])
+    if stamp is not None:
+        doc["timestamp"] = loads(stamp)
+    doc.update(loads(component_body))
+    if env.get("findings"):
+        doc["findings"] = loads(finding_body)
+    return doc
+
+
 def join(envelope: bytes, component_body: bytes, finding_body: bytes,
          stamp: str | None) -> bytes:
     """The canonical scan JSON again from its parts (its sha256 is the scan id)."""
-    env = json.loads(envelope)
-    doc = dict(env["doc"])
-    if stamp is not None:
-        doc["timestamp"] = json.loads(stamp)
-    doc.update(json.loads(component_body))
-    if env.get("findings"):
-        doc["findings"] = json.loads(finding_body)
-    return _dumps(doc)
+    return _dumps(join_dict(envelope, component_body, finding_body, stamp))
 
 
 def set_id_of_probes(rows: list[dict[str, Any]]) -> str:

@@ -246,6 +246,8 @@ class Store:
                            image=None)
         if subject is not None:
             stmt = stmt.where(src.c.subject == subject)
+            if kind is None:  # through the (kind, subject, ts) index
+                stmt = stmt.where(src.c.kind.in_(normalize.SCAN_KINDS))
         stmt = stmt.order_by(src.c.ts, src.c.ingested_at, src.c.id)
         try:
             with self._read() as conn:
@@ -288,12 +290,14 @@ class Store:
             self._bodies.move_to_end(key)
         return hit
 
-    def _documents(self, scan_ids: Sequence[str]) -> dict[str, bytes]:
+    def _parts(self, scan_ids: Sequence[str]
+               ) -> dict[str, tuple[bytes, bytes, bytes, str | None]]:
+        """Each stored scan's parts (envelope, component body, finding body, time stamp):
+        what ``normalize.join`` puts together again."""
         from sqlalchemy import select
 
         from .schema import envelopes
 
-        out: dict[str, bytes] = {}
         ids = list(dict.fromkeys(scan_ids))
         heads: dict[str, tuple[str, str | None]] = {}
         envs: dict[str, bytes] = {}
@@ -313,12 +317,15 @@ class Store:
                 envs.update((k, normalize.decompress(bytes(v))) for k, v in conn.execute(
                     select(envelopes.c.id, envelopes.c.data).where(
                         envelopes.c.id.in_(keys[i:i + 500]))))
+        out: dict[str, tuple[bytes, bytes, bytes, str | None]] = {}
         for sid, (env_id, stamp) in heads.items():
             env = envs[env_id]
             head = json.loads(env)
-            out[sid] = normalize.join(env, self._body(head["cset"]), self._body(head["fset"]),
-                                      stamp)
+            out[sid] = (env, self._body(head["cset"]), self._body(head["fset"]), stamp)
         return out
+
+    def _documents(self, scan_ids: Sequence[str]) -> dict[str, bytes]:
+        return {sid: normalize.join(*parts) for sid, parts in self._parts(scan_ids).items()}
 
     def load(self, scan_ids: Sequence[str]) -> dict[str, ScanResult]:
         """The stored scans, exactly as ingested (the findings of scan time: ``rematch``
@@ -326,10 +333,11 @@ class Store:
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
-            docs = self._documents(scan_ids)
+            parts = self._parts(scan_ids)
         except SQLAlchemyError as exc:
             raise self._wrap(exc) from None
-        return {sid: ScanResult.from_dict(json.loads(d)) for sid, d in docs.items()}
+        # the parsed parts, not the canonical text parsed again: the same values
+        return {sid: ScanResult.from_dict(normalize.join_dict(*p)) for sid, p in parts.items()}
 
     def document(self, scan_id: str) -> bytes:
         """The stored scan's canonical gpusbom JSON (the exact bytes ingested)."""
@@ -476,10 +484,12 @@ class Store:
 
     def history(self, subject: str) -> list[ScanInfo]:
         """Every scan of a host or image (by subject, host name or reference), oldest first."""
-        from sqlalchemy import or_, select
+        from sqlalchemy import and_, or_, select
 
+        # the subject through the (kind, subject, ts) index: every kind named
         stmt = select(*info_columns(scans)).where(or_(
-            scans.c.subject == subject, scans.c.hostname == subject,
+            and_(scans.c.kind.in_(normalize.SCAN_KINDS), scans.c.subject == subject),
+            scans.c.hostname == subject,
             scans.c.reference == subject)).order_by(
             scans.c.ts, scans.c.ingested_at, scans.c.id)
         with self._read() as conn:
