@@ -360,6 +360,42 @@ def test_dashboard_keeps_overview_and_metrics_until_a_scan_is_stored(db_url: str
         assert 'subject="gpu-c2"' in exp.render(v2, now=now)
 
 
+def test_metrics_read_only_the_latest_rows_written_since(db_url: str) -> None:
+    """/metrics keeps the ``latest`` rows it read and reads only those written since
+    (``latest.seq``): after each kind of write (a push, a late older scan, a rematch, a
+    rebuild) the text is the one computed from scratch, and a push reads one row."""
+    from gpusbom.inventory.metrics import Exposition, render
+    from gpusbom.inventory.web import pages
+
+    now = 1767225600.0 + 86400 * 3
+    with Store(db_url) as store:
+        for i in range(6):
+            store.ingest(host_scan(f"gpu-s{i}", gpus=("0000:00:06.0",)))
+        exp = Exposition(store)
+
+        def same() -> int:
+            assert exp.render(pages.inventory_version(store), now=now) == render(store,
+                                                                                 now=now)
+            return exp._latest.last_read
+
+        assert same() == 6
+        store.ingest(host_scan("gpu-s3", ts="2026-01-02T00:00:00Z", driver="580.126.09"))
+        assert same() == 1
+        assert 'driver_version="580.126.09"' in exp.render(
+            pages.inventory_version(store), now=now)
+        # a scan older than the host's latest: the row is counted again, its scan stays
+        store.ingest(host_scan("gpu-s3", ts="2025-12-31T00:00:00Z", driver="570.172.08"))
+        assert same() == 1
+        exp._latest.last_read = -1
+        assert same() == -1  # nothing written since: the kept text, nothing read
+        store.ingest(image_scan("registry.local/ml/serve", "1.4", torch="2.5.1"))
+        assert same() == 1
+        store.rematch(load_records([], source="empty"))
+        assert same() >= 1
+        store.rebuild_latest()  # every row written again: all read again
+        assert same() == 7
+
+
 def test_migrated_schema_matches_the_tables(db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext

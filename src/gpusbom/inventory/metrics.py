@@ -22,6 +22,7 @@ directory with ``--output`` (atomic rename).
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -112,17 +113,61 @@ class _Sets:
                         self.probes[r.set_id].append(r)
 
 
-def _latest_rows(conn: Any) -> list[Any]:
+def _latest_select(since: int | None = None) -> Any:
+    """The ``latest`` columns the metrics read (``since``: of the rows written after that
+    value of the change counter)."""
     from sqlalchemy import select
 
     from .schema import latest
 
+    stmt = select(latest.c.id, latest.c.kind, latest.c.subject, latest.c.ts,
+                  latest.c.ingested_at, latest.c.components, latest.c.cset, latest.c.fset,
+                  latest.c.pset, latest.c.seq)
+    return stmt if since is None else stmt.where(latest.c.seq > since)
+
+
+def _in_order(rows: Any) -> list[Any]:
+    """By scan time (then ingest time and id), compared as Python compares text: the same
+    order whatever the database's collation."""
+    return sorted(rows, key=lambda r: (r.ts, r.ingested_at, r.id))
+
+
+def _latest_rows(conn: Any) -> list[Any]:
     # fetched at once (iterating a result fetches row by row: 10,000 hosts in 33-70 ms
     # instead of 27)
-    return list(conn.execute(select(
-        latest.c.id, latest.c.kind, latest.c.subject, latest.c.ts, latest.c.components,
-        latest.c.cset, latest.c.fset, latest.c.pset).order_by(
-        latest.c.ts, latest.c.ingested_at, latest.c.id)).all())
+    return _in_order(conn.execute(_latest_select()).all())
+
+
+class _LatestRows:
+    """The ``latest`` rows a server holds, brought up to date by reading the rows written
+    since the largest change-counter value it holds (``latest.seq``; writers give those
+    values out in commit order, ``writer.bump``): one push among 10,000 hosts reads one
+    row. Everything is read again when ``latest`` was rebuilt (``latest_rebuilt``: its rows
+    deleted and written again, the one way a subject leaves it)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], Any] = {}
+        self.seq = -1
+        self.rebuilt: int | None = None
+        self.last_read = 0  # rows the last read fetched
+
+    def read(self, conn: Any) -> list[Any]:
+        from sqlalchemy import select
+
+        from .schema import changes
+        from .writer import LATEST_REBUILT
+
+        rebuilt = int(conn.execute(select(changes.c.value).where(
+            changes.c.name == LATEST_REBUILT)).scalar() or 0)
+        if rebuilt != self.rebuilt:
+            self.rows, self.seq = {}, -1
+        got = conn.execute(_latest_select(self.seq)).all()
+        self.last_read = len(got)
+        for r in got:
+            self.rows[(r.kind, r.subject)] = r
+            self.seq = max(self.seq, r.seq)
+        self.rebuilt = rebuilt
+        return _in_order(self.rows.values())
 
 
 def _scan_samples(r: Any, sets: _Sets) -> dict[str, Samples]:
@@ -236,11 +281,13 @@ def render(store: Store, *, now: float | None = None) -> str:
 
 
 class Exposition:
-    """``render`` for a server, incremental: the lines of each latest scan are kept by
-    (scan id, subject, the sets it references), the rows of each set by set id, so when
-    ``version`` (the change counter) moves only the scans that changed are formatted
-    again (one push among 10,000 hosts: one host's lines); the scan ages are computed per
-    request from the kept scan times, as ``render`` computes them."""
+    """``render`` for a server, incremental: the ``latest`` rows are kept and only those
+    written since are read (``_LatestRows``), the lines of each latest scan are kept by
+    (scan id, finding set), the rows of each set by set id, so when ``version`` (the
+    change counter) moves only the scans that changed are read and formatted again (one
+    push among 10,000 hosts: one host's row and lines); the scan ages are computed per
+    request from the kept scan times, as ``render`` computes them. Requests served
+    side by side (the server's threads) build one at a time."""
 
     AGE = "gpusbom_inventory_scan_age_seconds"
 
@@ -249,6 +296,8 @@ class Exposition:
         self._sets = _Sets()
         self._chunks: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._kept: tuple[Any, list[str], list[tuple[str, float]]] | None = None
+        self._latest = _LatestRows()
+        self._lock = threading.Lock()
 
     def render(self, version: Any, *, now: float | None = None) -> str:
         from prometheus_client.utils import floatToGoString
@@ -256,7 +305,10 @@ class Exposition:
         now = wall() if now is None else now
         kept = self._kept
         if kept is None or kept[0] != version:
-            kept = self._kept = (version, *self._build())
+            with self._lock:
+                kept = self._kept
+                if kept is None or kept[0] != version:
+                    kept = self._kept = (version, *self._build())
         _version, parts, times = kept
         # the ages: each scan's label text kept, the number formatted per request
         age = "".join([prefix + floatToGoString(max(0.0, now - t)) + "\n"  # type: ignore[no-untyped-call]
@@ -265,8 +317,9 @@ class Exposition:
 
     def _build(self) -> tuple[list[str], list[tuple[str, float]]]:
         with self.store.engine.connect() as conn:
-            rows = _latest_rows(conn)
-            keys = [tuple(r) for r in rows]
+            rows = self._latest.read(conn)
+            # a scan's lines are those of its id (its content) and its current findings
+            keys = [(r.id, r.fset) for r in rows]
             kept = self._chunks
             # only the sets of the scans not formatted before are looked up
             self._sets.read(conn, [r for r, k in zip(rows, keys, strict=True)

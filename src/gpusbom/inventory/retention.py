@@ -89,18 +89,20 @@ def rematch(store: Store, db: Any, *, all_scans: bool = False) -> RematchReport:
             with store._write() as conn, conn.begin():
                 writer.add_set(conn, store.dialect, new_id, "fset", rows,
                                normalize.now_iso())
+                # the counter before the latest rows (the order every writer takes them in)
+                seq = writer.bump(conn, store.dialect)
                 for t in ((scans, latest) if all_scans else (latest, scans)):
                     stmt = update(t).where(t.c.kind == kind, t.c.cset == cset,
                                            t.c.fset == fset)
                     if not all_scans and t is scans:
                         stmt = stmt.where(scans.c.id.in_(select(latest.c.id).where(
                             latest.c.kind == kind, latest.c.cset == cset)))
+                    values: dict[str, Any] = {"seq": seq} if t is latest else {}
                     got = conn.execute(stmt.values(
                         fset=new_id, ifset=func.coalesce(t.c.ifset, t.c.fset),
-                        advisory_db=built))
+                        advisory_db=built, **values))
                     if t is src:
                         changed += int(got.rowcount or 0)
-                writer.bump(conn, store.dialect)
     except SQLAlchemyError as exc:
         raise store._wrap(exc) from None
     return RematchReport(sets=len(groups), scans=changed, advisory_db=built)

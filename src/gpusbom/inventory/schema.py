@@ -23,7 +23,9 @@ and finding bodies are blobs in the blob store (``blobs.py``) under the set ids.
 touches history. On PostgreSQL, ``scans`` is partitioned by month of scan time
 (``month`` = yyyymm, declarative range partitioning): ``prune`` drops whole partitions.
 ``changes`` holds one counter, bumped by every write (ingest, prune, rematch, triage), the
-key of the dashboard's caches.
+key of the dashboard's caches; each ``latest`` row keeps the value of the write that set it
+(``seq``), so a reader that holds the rows of one value reads only those changed since
+(and all of them again after a rebuild, counted by the ``latest_rebuilt`` counter).
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ latest = Table(
     *_scan_columns(),
     Column("n_scans", Integer, nullable=False),
     Column("stack_text", Text),  # of its component set (content_sets.stack_text)
+    # the change counter's value of the write that last set the row (ingest, rematch,
+    # rebuild; writer.bump): a reader reads the rows changed since a value
+    Column("seq", Integer, nullable=False, server_default="0"),
     PrimaryKeyConstraint("kind", "subject"),
     Index("ix_latest_scan_id", "id", unique=True),
     Index("ix_latest_cset", "cset"),
@@ -102,6 +107,7 @@ latest = Table(
     Index("ix_latest_pset", "pset"),
     Index("ix_latest_hostname", "hostname"),
     Index("ix_latest_reference", "reference"),
+    Index("ix_latest_seq", "seq"),
 )
 
 # which sets are stored (their rows complete: written in the transaction that adds this

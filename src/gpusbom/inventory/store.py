@@ -204,11 +204,11 @@ class Store:
         scans) from ``scans``: for bulk loads that write rows without ``ingest`` (the
         benchmarks) and after ``prune``."""
         with self._write() as conn, conn.begin():
-            self._rebuild_latest(conn)
-            writer.bump(conn, self.dialect)
+            self._rebuild_latest(conn, writer.bump(conn, self.dialect))
+            writer.bump(conn, self.dialect, name=writer.LATEST_REBUILT)
 
-    def _rebuild_latest(self, conn: Any) -> None:
-        from sqlalchemy import func, insert, select
+    def _rebuild_latest(self, conn: Any, seq: int) -> None:
+        from sqlalchemy import func, insert, literal, select
 
         rn = func.row_number().over(
             partition_by=(scans.c.kind, scans.c.subject),
@@ -221,8 +221,8 @@ class Store:
             content_sets.c.id == ranked.c.cset).scalar_subquery()
         conn.execute(latest.delete())
         conn.execute(insert(latest).from_select(
-            [*cols, "n_scans", "stack_text"], select(*[ranked.c[c] for c in cols],
-                                                     ranked.c.n, stack)
+            [*cols, "n_scans", "stack_text", "seq"], select(*[ranked.c[c] for c in cols],
+                                                            ranked.c.n, stack, literal(seq))
             .where(ranked.c.rn == 1)))
 
     # ------------------------------------------------------------------ scans

@@ -81,9 +81,10 @@ def add_set(conn: Any, dialect: str, set_id: str, which: str,
 
 
 def add_scan(conn: Any, dialect: str, rows: dict[str, list[dict[str, Any]]],
-             skipped: Any = ()) -> bool:
+             skipped: Any = (), *, latest_seq: bool = True) -> bool:
     """Insert the scan row and its new sets, advance ``latest``, bump the counter; False
-    (nothing written) when the scan is stored already."""
+    (nothing written) when the scan is stored already. ``latest_seq=False``: for
+    migration 0004, whose ``latest`` has no ``seq`` yet (0005 adds it)."""
     scan = rows["scans"][0]
     row = {k: v for k, v in scan.items() if k != "stack_text"}  # the set's, not the row's
     got = conn.execute(_insert(dialect)(scans).values(**row).on_conflict_do_nothing()
@@ -107,31 +108,52 @@ def add_scan(conn: Any, dialect: str, rows: dict[str, list[dict[str, Any]]],
             continue
         add_set(conn, dialect, scan[which], which, rows, scan["ingested_at"],
                 scan.get("stack_text") if which == "cset" else None, skipped)
-    advance_latest(conn, dialect, scan)
-    bump(conn, dialect)
+    # the counter first, then the latest row (every writer of latest takes them in this
+    # order): the row records the counter value of its write
+    if latest_seq:
+        advance_latest(conn, dialect, scan, bump(conn, dialect))
+    else:
+        advance_latest(conn, dialect, scan, None)
+        bump(conn, dialect)
     return True
 
 
-def advance_latest(conn: Any, dialect: str, scan: dict[str, Any]) -> None:
+def advance_latest(conn: Any, dialect: str, scan: dict[str, Any], seq: int | None) -> None:
     """Make ``scan`` the latest of its subject unless a newer one (by ts, ingested_at, id)
     is there, and count it: one upsert, atomic on both databases (PostgreSQL locks the
-    conflicting row and re-checks; SQLite writers hold the write lock)."""
+    conflicting row and re-checks; SQLite writers hold the write lock). ``seq``: the
+    change counter's value of this write (``bump``'s), kept in the row (None: not written)."""
     from sqlalchemy import case, tuple_
 
-    stmt = _insert(dialect)(latest).values(**scan, n_scans=1)
+    more = {} if seq is None else {"seq": seq}
+    stmt = _insert(dialect)(latest).values(**scan, n_scans=1, **more)
     new = stmt.excluded
     newer = tuple_(latest.c.ts, latest.c.ingested_at, latest.c.id) < tuple_(
         new.ts, new.ingested_at, new.id)
     sets: dict[str, Any] = {c.name: case((newer, new[c.name]), else_=latest.c[c.name])
-            for c in latest.columns if c.name not in ("kind", "subject", "n_scans")}
+            for c in latest.columns if c.name not in ("kind", "subject", "n_scans", "seq")}
     sets["n_scans"] = latest.c.n_scans + 1
+    sets.update(more)
     conn.execute(stmt.on_conflict_do_update(index_elements=[latest.c.kind, latest.c.subject],
                                             set_=sets))
 
 
-def bump(conn: Any, dialect: str, by: int = 1) -> None:
-    """The change counter (the dashboard's cache key): one row, updated last in a write
-    transaction so its lock is held for the commit only."""
-    stmt = _insert(dialect)(changes).values(name="changes", value=by)
-    conn.execute(stmt.on_conflict_do_update(index_elements=[changes.c.name],
-                                            set_={"value": changes.c.value + by}))
+#: the change counter (the dashboard's cache key)
+CHANGES = "changes"
+#: counts the times ``latest`` was rebuilt (its rows deleted and written again)
+LATEST_REBUILT = "latest_rebuilt"
+
+
+def bump(conn: Any, dialect: str, by: int = 1, name: str = CHANGES) -> int:
+    """Advance a counter (one row of ``changes``) and return its new value.
+
+    The change counter is taken late in a write transaction: by ingest just before its
+    ``latest`` row, which records the value (``latest.seq``), so its lock is held for that
+    upsert and the commit only. Writers of ``latest`` take the counter before the row,
+    so the values are given out in commit order: the rows a reader sees always hold
+    every value up to the largest it sees (``latest_since`` reads the rows changed since
+    a value)."""
+    stmt = _insert(dialect)(changes).values(name=name, value=by)
+    return int(conn.execute(stmt.on_conflict_do_update(
+        index_elements=[changes.c.name], set_={"value": changes.c.value + by})
+        .returning(changes.c.value)).scalar_one())

@@ -312,7 +312,7 @@ def upgrade() -> None:
             result = ScanResult.from_dict(doc)
             rows = normalize.rows(result, sid, advisory_db=advisory_db,
                                   ingested_at=ingested_at, parts=parts)
-            writer.add_scan(conn, dialect, rows)
+            writer.add_scan(conn, dialect, rows, latest_seq=False)
     op.drop_table("old_scan_documents")
     op.drop_table("old_scans")
 
