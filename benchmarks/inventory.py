@@ -22,7 +22,8 @@ not in the committed fixtures at this size; the fleet is hosts only.
    cudnn <9.1`` (where), ``hosts`` as a table shows them (the first 1,000 rows and the
    totals: the commands' default) and with every row (``--format json``), ``drift``,
    and the dashboard's ``/``, ``/matrix``,
-   ``/metrics`` (in process: the ASGI app called directly), each asked 10 times: "warm" as
+   ``/metrics`` (in process: the ASGI app called directly; the garbage collector set as the
+   commands set it), each asked 10 times: "warm" as
    asked again, "cold" with one scan ingested before each request (every push changes
    the counter that keys the dashboard's caches) -- at 1,000 scans (100 hosts x 10 days),
    at 20,000 scans (the 10,000 hosts, two days) and at 900,000 (the same hosts, 90 days).
@@ -269,7 +270,15 @@ def latencies(url: str, template: str, hosts: int, days: int, reps: int = 10
     from gpusbom.inventory.reports import TABLE_LIMIT
     from gpusbom.inventory.web.app import create_app
 
+    import gc
+
+    from gpusbom.cli.app import GC_THRESHOLD
+
     adb = load_active()
+    # the collector as the commands run it: the CLI's cadence (cli.app._tune_gc) and what
+    # is loaded frozen (the dashboard on creation, `inventory affected` after loading the
+    # advisory database: gpusbom._gc.freeze_loaded)
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     app = create_app(url, adb=adb)
     out: dict[str, dict[str, float]] = {}
     feeder = Store(url)

@@ -14,9 +14,22 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["pause", "resume"]
+__all__ = ["freeze_loaded", "pause", "resume"]
 
 _paused = False
+_frozen = False
+
+
+def freeze_loaded() -> None:
+    """Once per process: what is loaded now (modules, the advisory database, templates)
+    lives to the process's end; ``gc.freeze`` takes it out of the collector's passes, which
+    then walk only what the work allocates. An inventory question at 10,000 hosts makes
+    ~100,000 objects: with the advisory database in sight its full passes took 50-80 ms of
+    the 60-70 ms answer (``affected --all``: 64-148 ms, 58-69 with no collection)."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
 
 
 def pause() -> None:

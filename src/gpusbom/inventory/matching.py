@@ -124,7 +124,7 @@ def affected_rows(
                 stmt = scan_filter(select(src.c.id, src.c.kind, src.c.subject, src.c.ts,
                                           cast(src.c.labels, Text), src.c.cset).where(
                     src.c.cset.in_(sets[i:i + 500])), src, kind=kind, host=None, image=None)
-                for sid, k, subject, ts, lab, cset in conn.execute(stmt):
+                for sid, k, subject, ts, lab, cset in conn.execute(stmt).all():
                     got = labels_of.get(lab)
                     if got is None:
                         got = labels_of[lab] = dict(json.loads(lab) if lab else {})

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import _gc
 from ..errors import InputError, UsageError
 from ..safetext import loads_json
 from ..writers.base import Rows
@@ -193,6 +194,7 @@ def affected(db: str | None, advisory: str | None, *, all_advisories: bool = Fal
     if bool(advisory) == all_advisories:
         raise UsageError("give an advisory id (or CVE) or --all")
     adb = load_active()
+    _gc.freeze_loaded()  # the advisory database lives to the end (gpusbom._gc)
     with Store(db) as store:
         page = store.affected_rows(adb, advisory, include_review=include_review,
                                    all_scans=all_scans, kind=kind)

@@ -31,7 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.schemas import SchemaGenerator
 from starlette.staticfiles import StaticFiles
 
-from ... import __version__
+from ... import __version__, _gc
 from ...errors import InputError, UsageError
 from .. import triage
 from ..metrics import Exposition
@@ -133,6 +133,8 @@ class Dashboard:
         self.metrics = Exposition(self.store)
         self.env = _templates()
         self.writes = writes.Writes(write_token)
+        # the server keeps these to its end: out of the collector's passes (gpusbom._gc)
+        _gc.freeze_loaded()
 
     def html(self, template: str, request: Request, data: dict[str, Any],
              status: int = 200) -> Response:
