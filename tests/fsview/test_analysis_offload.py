@@ -101,7 +101,7 @@ def _blob(n: int, seed: int, head: bytes = b"") -> bytes:
     return head + random.Random(seed).randbytes(n - len(head))
 
 
-def _index(tar: bytes, offload: bool) -> dict[str, Any]:
+def _index(tar: bytes, offload: bool, threads: int = 1) -> dict[str, Any]:
     limits = Limits()
     with Spool(limits) as spool:
         entries, whiteouts, opaque, shadow, count = index_members(
@@ -112,6 +112,7 @@ def _index(tar: bytes, offload: bool) -> dict[str, Any]:
             spool=spool,
             limits=limits,
             offload=offload,
+            offload_threads=threads,
         )
     return {
         "entries": {
@@ -132,7 +133,9 @@ def _small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(layer_mod, "STREAM_CHUNK", 1 << 12)  # many chunks per file
 
 
-def test_offload_matches_inline() -> None:
+@pytest.mark.parametrize("threads", [1, 3])
+def test_offload_matches_inline(threads: int) -> None:
+    """With one analysis thread or several (files analysed side by side), the same."""
     items = [
         F("usr/lib/liba.so", _blob(300_000, 1, b"ELF")),
         F("usr/lib/notelf.so.1", _blob(200_000, 2, b"TXT")),  # its analyzer stops early
@@ -148,7 +151,7 @@ def test_offload_matches_inline() -> None:
     ]
     tar = make_tar(items)
     inline = _index(tar, offload=False)
-    offloaded = _index(tar, offload=True)
+    offloaded = _index(tar, offload=True, threads=threads)
     assert offloaded == inline
     got = inline["entries"]
     assert got["/usr/lib/liba.so"][3]["bytes"] == 120_000
@@ -167,11 +170,11 @@ def test_offload_truncated_layer_fails_the_same() -> None:
     tar = make_tar([F("usr/lib/liba.so", _blob(300_000, 1, b"ELF")), F("etc/small.txt", b"x")])
     cut = tar[:200_000]  # inside liba.so's data
     errors = []
-    for offload in (False, True):
+    for offload, threads in ((False, 1), (True, 1), (True, 3)):
         with pytest.raises(LayerError) as ei:
-            _index(cut, offload=offload)
+            _index(cut, offload=offload, threads=threads)
         errors.append(str(ei.value))
-    assert errors[0] == errors[1]
+    assert errors[0] == errors[1] == errors[2]
     assert "truncated" in errors[0]
 
 
@@ -194,7 +197,7 @@ def test_offload_thread_failure_surfaces_without_hanging(monkeypatch: pytest.Mon
     # many files and chunks after the failure: the reader must not wait on a dead thread
     tar = make_tar([F(f"usr/lib/l{i}.so", _blob(60_000, i, b"ELF")) for i in range(20)])
     limits = Limits()
-    for offload in (False, True):
+    for offload, threads in ((False, 1), (True, 1), (True, 3)):
         with Spool(limits) as spool, pytest.raises(_Fatal):
             index_members(
                 iter_tar(io.BytesIO(tar), limits=limits, name="t"),
@@ -204,4 +207,37 @@ def test_offload_thread_failure_surfaces_without_hanging(monkeypatch: pytest.Mon
                 spool=spool,
                 limits=limits,
                 offload=offload,
+                offload_threads=threads,
             )
+
+
+class _Where:
+    """Records the thread that analysed its file."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.name = ""
+        self._threading = threading
+
+    def feed(self, chunk: bytes) -> None:
+        self.name = self._threading.current_thread().name
+        self._threading.Event().wait(0.002)  # slow enough that the reader runs ahead
+
+    def close(self) -> dict[str, Any]:
+        return {"thread": self.name}
+
+
+def test_several_analysis_threads_analyse_files_side_by_side() -> None:
+    specs = [PathSpec("/**/*.so", max_size=0, stream=_Where)]
+    tar = make_tar([F(f"usr/lib/l{i}.so", _blob(20_000, i, b"ELF")) for i in range(24)])
+    limits = Limits()
+    with Spool(limits) as spool:
+        entries, *_ = index_members(
+            iter_tar(io.BytesIO(tar), limits=limits, name="t"), index=0, name="t",
+            matcher=PathMatcher(specs), spool=spool, limits=limits, offload=True,
+            offload_threads=3)
+    names = {e.analysis["thread"] for e in entries.values() if e.analysis}
+    assert len([e for e in entries.values() if e.analysis]) == 24
+    assert names <= {"gpusbom-analysis-0", "gpusbom-analysis-1", "gpusbom-analysis-2"}
+    assert len(names) >= 2, names

@@ -20,6 +20,7 @@ from ..model import LayerRef
 from .decompress import open_decompressed
 from .offload import OFFLOAD_MIN, Job, Offload
 from .offload import enabled as offload_enabled
+from .offload import threads_for as offload_threads
 from .spec import AnalyzerFactory, PathMatcher
 from .tarstream import iter_tar
 from .types import (
@@ -244,13 +245,15 @@ def index_members(
     spool: Spool,
     limits: Limits,
     offload: bool = False,
+    offload_threads: int = 1,
 ) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
     """Index a layer's members as ``read_layer`` does (whiteouts, kept entries, captured
     content of matched files, path hashes of the others): (entries, whiteouts, opaque
     dirs, shadow hashes, member count). Members are visited once, in order.
     ``offload``: analyse large files that are not captured on a thread of their own
-    (``fsview.offload``) while the members after them are read."""
-    off = Offload(STREAM_CHUNK) if offload else None
+    (``fsview.offload``, on ``offload_threads`` threads) while the members after them are
+    read."""
+    off = Offload(STREAM_CHUNK, offload_threads) if offload else None
     try:
         out = _index_members(members, index, name, matcher, spool, limits, off)
     except BaseException:
@@ -470,6 +473,7 @@ def read_layer(
             # a layer granted inflate threads is a large one read in a worker of its own:
             # its reader is the scan's bound, so its large files are analysed beside it
             offload=limits.inflate_threads > 1 and offload_enabled(),
+            offload_threads=offload_threads(limits.inflate_threads),
         )
         # read to the end of the blob so the digests cover all of it
         stream.drain()

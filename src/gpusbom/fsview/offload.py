@@ -29,13 +29,27 @@ if TYPE_CHECKING:
 
 #: files at least this large are analysed on the analysis thread; smaller ones inline
 OFFLOAD_MIN = 8 << 20
-#: chunks (up to the layer reader's ``STREAM_CHUNK``, 4 MiB) waiting for the thread
+#: chunks (up to the layer reader's ``STREAM_CHUNK``, 4 MiB) waiting for each thread
 OFFLOAD_DEPTH = 4
+#: inflate threads of a layer per analysis thread (``threads_for``)
+INFLATE_PER_ANALYSIS_THREAD = 4
+#: the most analysis threads of one layer
+MAX_THREADS = 3
 _END = object()
 
 
 def enabled() -> bool:
     return bool(settings.get("analysis_thread"))
+
+
+def threads_for(inflate_threads: int) -> int:
+    """Analysis threads for a layer given ``inflate_threads``: ``GPUSBOM_ANALYSIS_THREADS``,
+    else one per :data:`INFLATE_PER_ANALYSIS_THREAD` inflate threads (the schedule gives
+    many only on many cores), 1 to :data:`MAX_THREADS`."""
+    forced = settings.get("analysis_threads")
+    if isinstance(forced, int) and forced > 0:
+        return min(forced, 16)
+    return max(1, min(MAX_THREADS, inflate_threads // INFLATE_PER_ANALYSIS_THREAD))
 
 
 class Job:
@@ -51,21 +65,31 @@ class Job:
 
 
 class Offload:
-    """One thread running the stream analyzers of large files while the layer's reader goes
-    on. At most ``OFFLOAD_DEPTH`` chunks wait (bounded memory)."""
+    """``threads`` threads running the stream analyzers of large files while the layer's
+    reader goes on; a file is given to the thread with the fewest chunks waiting, and
+    analysed there from its first chunk to its last, so files are analysed side by side and
+    each one's chunks in order. At most ``OFFLOAD_DEPTH`` chunks wait per thread (bounded
+    memory)."""
 
-    def __init__(self, chunk: int) -> None:
+    def __init__(self, chunk: int, threads: int = 1) -> None:
         self._chunk = chunk
-        self._q: queue.Queue[Any] = queue.Queue(maxsize=OFFLOAD_DEPTH)
         self._abort = False
         self._error: BaseException | None = None
         self._pending: list[tuple[Entry, Job]] = []
         self._by_entry: dict[int, Job] = {}
-        self._thread = threading.Thread(target=self._run, daemon=True, name="gpusbom-analysis")
-        self._thread.start()
+        self._queues: list[queue.Queue[Any]] = []
+        self._threads: list[threading.Thread] = []
+        for i in range(max(1, threads)):
+            q: queue.Queue[Any] = queue.Queue(maxsize=OFFLOAD_DEPTH)
+            t = threading.Thread(target=self._run, args=(q,), daemon=True,
+                                 name=f"gpusbom-analysis-{i}")
+            self._queues.append(q)
+            self._threads.append(t)
+            t.start()
+        self._q = self._queues[0]
 
-    def _run(self) -> None:
-        get = self._q.get
+    def _run(self, q: queue.Queue[Any]) -> None:
+        get = q.get
         while True:
             item = get()
             if item is None:
@@ -101,7 +125,9 @@ class Offload:
         """Read the member's data here and hand it to the thread piecewise; once the thread
         says the analyzers are done, the rest is left for the tar reader to skip."""
         job = Job(analyzers)
-        put = self._q.put
+        # the thread with the fewest chunks waiting (the first of equals)
+        q = min(self._queues, key=lambda x: x.qsize()) if len(self._queues) > 1 else self._q
+        put = q.put
         left = size
         read = getattr(member, "read_some", None) or member.read
         while left > 0 and not job.stopped:
@@ -130,8 +156,7 @@ class Offload:
     def finish(self) -> list[dict[str, Any]]:
         """Wait for the thread and fill in every analysed entry; returns their analyses
         (some values may still be ``Future``: see ``fsview.layer.resolve_deferred``)."""
-        self._q.put(None)
-        self._thread.join()
+        self._stop()
         if self._error is not None:
             raise self._error
         out = []
@@ -142,7 +167,12 @@ class Offload:
         return out
 
     def abort(self) -> None:
-        """The layer failed: the thread drops what is queued and ends."""
+        """The layer failed: the threads drop what is queued and end."""
         self._abort = True
-        self._q.put(None)
-        self._thread.join()
+        self._stop()
+
+    def _stop(self) -> None:
+        for q in self._queues:
+            q.put(None)
+        for t in self._threads:
+            t.join()
