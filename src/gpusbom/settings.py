@@ -118,6 +118,9 @@ _ALL = (
        "Worker processes of a host walk. Default: one per CPU, at most a few."),
     _s("workers", "analysis_thread", "bool", True,
        "Run the stream analyzers of matched files beside the layer reader."),
+    _s("workers", "layer_nice", "int", 0,
+       "Lower the priority of the workers of all but the largest layer by this much "
+       "(1-19) when the largest is inflated in parallel. 0: priorities left alone."),
     _s("workers", "analysis_threads", "int", None,
        "Threads that analyse the large files of one large layer beside its reader. "
        "Default: one per 4 of its inflate threads, 1 to 3."),

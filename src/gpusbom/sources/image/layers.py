@@ -307,6 +307,27 @@ class _ForkSpool:
 
 _FORK_JOB: tuple[Any, ...] | None = None  # what forked layer workers inherit
 _FORK_T0 = 0.0  # when the workers were started (GPUSBOM_DEBUG_INFLATE's timeline)
+_NICED = False  # this worker gave up priority to the critical layer (_yield_to_critical)
+
+
+def _yield_to_critical(i: int, sched: LayerSchedule | None) -> None:
+    """In the worker of a layer other than the largest, when the largest is inflated in
+    parallel (the scan's critical path): lower this worker's priority by ``layer_nice``
+    (its rapidgzip child inherits it), so that where the cores are oversubscribed the
+    largest layer's reader and inflate threads run first. Once per worker (a niceness
+    cannot be raised back); 0 (the default) leaves priorities alone."""
+    global _NICED
+    nice = settings.get("layer_nice")
+    if _NICED or not isinstance(nice, int) or nice <= 0 or sched is None or not sched.order:
+        return
+    first = sched.order[0]
+    if i == first or sched.threads[first] <= 1:
+        return
+    _NICED = True
+    import contextlib
+
+    with contextlib.suppress(OSError):  # not permitted here: priorities stay as they are
+        os.nice(min(nice, 19))
 
 
 def _start_profile() -> Any:
@@ -336,6 +357,7 @@ def _read_layer_in_child(i: int) -> LayerIndex:
 
     assert _FORK_JOB is not None  # noqa: S101 - type narrowing of an invariant
     store, plan, ctx, counter, sched = _FORK_JOB
+    _yield_to_critical(i, sched)
     layer = plan.layers[i]
     threads = sched.threads[i] if sched is not None else 0
     lctx = ReadContext(
