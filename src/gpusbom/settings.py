@@ -122,8 +122,8 @@ _ALL = (
        "Lower the priority of the workers of all but the largest layer by this much "
        "(1-19) when the largest is inflated in parallel. 0: priorities left alone."),
     _s("workers", "analysis_threads", "int", None,
-       "Threads that analyse the large files of one large layer beside its reader. "
-       "Default: one per 4 of its inflate threads, 1 to 3."),
+       "Threads that analyse the large files of one large layer beside its reader "
+       "(at most 16). Default: 1."),
     _s("workers", "shards", "int", None,
        "Shards of a crawl (with $JOB_COMPLETION_INDEX as this shard's index)."),
     # scanning
