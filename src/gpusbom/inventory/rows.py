@@ -92,23 +92,12 @@ def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str
     ecos = sorted({e for p in prods for e in p.names})
     if not ecos:
         return set()
-    # each stored name normalised once and tried against the patterns of its ecosystem
-    # (``Product.matches`` normalises it again for every product: ~3,000 names x the rows)
-    patterns = {e: [rx for p in prods for rx in p.names.get(e, ())] for e in ecos}
-    # the literal prefixes of all of an ecosystem's patterns at once: most stored names
-    # (a host's ~500 debs) start with none of them and are passed over with one test
-    firsts = {e: _prefixes(pats) for e, pats in patterns.items()}
+    # each distinct stored name looked up once through the catalog's own matcher (its
+    # prefix filter passes over most names with one test)
     stmt = select(components.c.ecosystem, components.c.name).where(
         components.c.ecosystem.in_(ecos), components.c.set_id.in_(in_sets)).distinct()
-    pairs = []
-    for e, n in conn.execute(stmt).all():
-        key = catalog.normalise_name(e, n)
-        pre = firsts[e]
-        if pre is not None and key.isascii() and not key.startswith(pre):
-            continue
-        if _any_full(patterns[e], key):
-            pairs.append((e, n))
-    pairs.sort()
+    pairs = sorted((e, n) for e, n in conn.execute(stmt).all()
+                   if any(p.id in rows for p in catalog.by_package(e, n)))
     out: set[tuple[str, int]] = set()
     for i in range(0, len(pairs), 200):
         stmt = select(components.c.set_id, components.c.idx).where(
@@ -116,20 +105,6 @@ def catalog_components(conn: Any, rows: set[str], in_sets: Any) -> set[tuple[str
             components.c.set_id.in_(in_sets))
         out.update((a, b) for a, b in conn.execute(stmt))
     return out
-
-
-def _prefixes(patterns: list[Any]) -> tuple[str, ...] | None:
-    """Every literal prefix of ``patterns`` (None: one of them has none)."""
-    out: list[str] = []
-    for rx in patterns:
-        if rx.prefixes is None:
-            return None
-        out.extend(rx.prefixes)
-    return tuple(out)
-
-
-def _any_full(patterns: list[Any], name: str) -> bool:
-    return any(rx.may_match(name) and rx.fullmatch(name) for rx in patterns)
 
 
 def scan_infos(conn: Any, ids: Iterable[str], src: Any = None) -> Iterator[ScanInfo]:
