@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from .dirscan import scan_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -83,17 +85,6 @@ def _deb_member(pin: Pin, member: str, dest: Path, base: str) -> Path:
     return dest
 
 
-def _scan(root: Path, out: Path, *formats: str) -> dict[str, Any]:
-    from gpusbom.cli.app import main
-
-    args = ["scan", f"dir:{root}", "-q", "-o", f"json={out}"]
-    for fmt in formats:
-        args += ["-o", f"{fmt}={out.with_suffix('.' + fmt)}"]
-    assert main(args) == 0
-    doc: dict[str, Any] = json.loads(out.read_text())
-    return doc
-
-
 def _cuda_versions_are_never_impossible(doc: dict[str, Any]) -> None:
     idx = load_bundled().release_index()
     for c in doc["components"]:
@@ -122,7 +113,7 @@ def test_cublaslt_10_vendored_is_10_2_1_never_1_2_1(tmp_path: Path) -> None:
     lib = tmp_path / "root" / "opt" / "app" / "lib" / "libcublasLt-3f1b2c4d.so.10"
     lib.parent.mkdir(parents=True)
     lib.write_bytes(real.read_bytes())
-    doc = _scan(tmp_path / "root", tmp_path / "out.json")
+    doc = scan_dir(tmp_path / "root", tmp_path / "out.json")
     [lt] = [c for c in doc["components"] if c["name"] == "cublaslt"]
     assert lt["version"] == "10.2.1"
     props = lt["properties"]
@@ -140,7 +131,7 @@ def test_cublaslt_11_11_uses_the_x10000_code(tmp_path: Path) -> None:
     with open(real, "rb") as f:
         truth = read_getter(f, "cublasLtGetVersion", kind="return")
     assert truth.error is None and {c.value for c in truth.candidates} == {111103}
-    doc = _scan(tmp_path / "root", tmp_path / "out.json")
+    doc = scan_dir(tmp_path / "root", tmp_path / "out.json")
     [lt] = [c for c in doc["components"] if c["name"] == "cublaslt"]
     assert lt["version"] == "11.11.3"
     assert lt["properties"]["release-check"] == "release"
@@ -194,7 +185,7 @@ def test_torch_1_5_cuda_10_2_static_libraries(torch15: Path, tmp_path: Path) -> 
     version_py = (torch15 / SITE / "torch/version.py").read_text()
     assert "cuda = '10.2'" in version_py
 
-    doc = _scan(torch15, tmp_path / "out.json", "cyclonedx-json", "spdx-json")
+    doc = scan_dir(torch15, tmp_path / "out.json", "cyclonedx-json", "spdx-json")
     by = {c["name"]: c for c in doc["components"]}
     want = {"cublaslt": "10.2.2", "cublas": "10.2.2", "cudnn": "7.6.5.32", "cufft": "10.1.2",
             "curand": "10.1.2", "cusparse": "10.3.1", "nccl": "2.4.8"}

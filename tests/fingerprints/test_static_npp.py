@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from .dirscan import scan_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -53,17 +55,6 @@ def _root(tmp: Path, files: dict[str, Path | bytes]) -> Path:
             shutil.copyfile(src, p)
         p.chmod(0o755)
     return root
-
-
-def _scan(root: Path, out: Path, *formats: str) -> dict[str, Any]:
-    from gpusbom.cli.app import main
-
-    args = ["scan", f"dir:{root}", "-q", "-o", f"json={out}"]
-    for fmt in formats:
-        args += ["-o", f"{fmt}={out.with_suffix('.' + fmt)}"]
-    assert main(args) == 0
-    doc: dict[str, Any] = json.loads(out.read_text())
-    return doc
 
 
 def _named(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -121,7 +112,7 @@ def test_static_npp_and_cudart_are_components_of_their_binary(
 ) -> None:
     t = linked.truth
     root = _root(tmp_path, {APP: linked.app, LIB: linked.shared})
-    doc = _scan(root, tmp_path / "out.json", "cyclonedx-json", "spdx-json")
+    doc = scan_dir(root, tmp_path / "out.json", "cyclonedx-json", "spdx-json")
     npp = {c["properties"]["embedded-in"]: c for c in _named(doc, "npp")}
     cudart = {c["properties"]["embedded-in"]: c for c in _named(doc, "cudart")}
     assert set(npp) == set(cudart) == {APP, LIB}, (npp, cudart)
@@ -171,7 +162,7 @@ def test_stripped_executable_reports_no_npp_version(
     shutil.copyfile(linked.shared, lib)
     subprocess.run(["strip", "--strip-all", str(lib)], check=True)
     root = _root(tmp_path, {APP: app, LIB: lib})
-    doc = _scan(root, tmp_path / "out.json")
+    doc = scan_dir(root, tmp_path / "out.json")
     in_app = [c for c in doc["components"] if c["name"] in ("npp", "cudart")
               and c["properties"].get("embedded-in") == APP]
     assert not [c for c in in_app if c.get("version")], in_app
@@ -208,7 +199,7 @@ def test_impossible_npp_version_is_never_reported(
     1.2.2 and 0.0.0 are no NPP version at all (the rule rejects them). None is reported."""
     data = _patched(linked.app.read_bytes(), words)
     root = _root(tmp_path, {APP: data})
-    doc = _scan(root, tmp_path / "out.json")
+    doc = scan_dir(root, tmp_path / "out.json")
     npp = [c for c in _named(doc, "npp") if c["properties"].get("embedded-in") == APP]
     assert not [c for c in npp if c.get("version")], npp
     if words == (12, 7, 0):
@@ -250,7 +241,7 @@ def test_pointer_that_leads_nowhere_gives_no_words(
     r2 = read_getter(io.BytesIO(bytes(bad)), "nppGetLibVersion", kind="pointer")
     assert [c.value for c in r2.candidates] == [target] and r2.candidates[0].words == ()
     assert any(("NOBITS" if where == "bss" else "no allocated section") in n for n in r2.notes)
-    doc = _scan(_root(tmp_path, {APP: bytes(bad)}), tmp_path / "out.json")
+    doc = scan_dir(_root(tmp_path, {APP: bytes(bad)}), tmp_path / "out.json")
     assert not [c for c in _named(doc, "npp") if c.get("version")]
 
 
@@ -279,7 +270,7 @@ def test_shared_libnppc_keeps_its_full_version(tmp_path: Path) -> None:
     real = out / static_link.LIBDIR / name
     root = _root(tmp_path, {f"/usr/lib/x86_64-linux-gnu/{name}": real,
                             "/opt/wheel/nvidia/npp/lib/libnppc.so.12": real})
-    doc = _scan(root, tmp_path / "out.json")
+    doc = scan_dir(root, tmp_path / "out.json")
     npp = {c["properties"]["location"]: c for c in _named(doc, "npp")}
     assert npp["/usr"]["version"] == version
     renamed = npp["/opt/wheel/nvidia/npp"]
