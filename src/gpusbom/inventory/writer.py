@@ -151,8 +151,8 @@ def bump(conn: Any, dialect: str, by: int = 1, name: str = CHANGES) -> int:
     ``latest`` row, which records the value (``latest.seq``), so its lock is held for that
     upsert and the commit only. Writers of ``latest`` take the counter before the row,
     so the values are given out in commit order: the rows a reader sees always hold
-    every value up to the largest it sees (``latest_since`` reads the rows changed since
-    a value)."""
+    every value up to the largest it sees (``metrics._LatestRows`` reads the rows changed
+    since a value)."""
     stmt = _insert(dialect)(changes).values(name=name, value=by)
     return int(conn.execute(stmt.on_conflict_do_update(
         index_elements=[changes.c.name], set_={"value": changes.c.value + by})
