@@ -144,3 +144,106 @@ def test_the_digest_is_sent_only_to_documents_with_an_id(monkeypatch: pytest.Mon
     assert render_all(result, SPECS, WriterOptions()) == [render(result, s, WriterOptions())
                                                           for s in SPECS]
     assert sent == [0, 3]  # none to table and html; to the CycloneDX and both SPDX children
+
+
+def test_outputs_forked_before_the_scan_are_the_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prefork``: one child per output but the native JSON, forked before the result
+    exists; each reads the JSON back and renders the same text as this process would."""
+    from gpusbom import writers
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(writers, "_asked", [])
+    specs = [OutputSpec("cyclonedx-json", "/x.cdx.json"), OutputSpec("json", "/x.json"),
+             OutputSpec("spdx-json", "/x.spdx.json"), OutputSpec("table", None)]
+    for s in specs:
+        assert writers.has_writer(s.format)
+    assert any("cyclonedx" in m for m in writers.asked_modules())
+    forked: list[int] = []
+    real_fork = output.os.fork
+
+    def counting_fork() -> int:
+        forked.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    monkeypatch.setattr(output.os, "fork", counting_fork)
+    opts = WriterOptions()
+    early = output.prefork(specs, opts)
+    assert early is not None and len(forked) == 3  # all but json, before any result
+    # the scan no longer imports what only the children render
+    assert not any("cyclonedx" in m or "spdx" in m for m in writers.asked_modules())
+    try:
+        result = helpers.make_result()
+        assert early.serves(specs, "scan") and not early.serves(specs[:2], "scan")
+        got = render_all(result, specs, opts, early=early)
+        assert len(forked) == 3  # the children made before: none forked now
+        assert got == [render(result, s, opts) for s in specs]
+        assert not early.serves(specs, "scan")  # used once
+    finally:
+        early.close()
+
+
+def test_a_child_forked_before_the_scan_that_died_is_rendered_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    opts = WriterOptions()
+    early = output.prefork(SPECS, opts)
+    assert early is not None
+    try:
+        os.kill(early.kids[0].pid, signal.SIGKILL)  # cyclonedx-json's child
+        result = helpers.make_result()
+        assert render_all(result, SPECS, opts, early=early) == [render(result, s, opts)
+                                                                for s in SPECS]
+        assert early.kids[0].text is None and all(k.text for k in early.kids[1:])
+    finally:
+        early.close()
+
+
+def test_a_writer_that_fails_in_a_child_forked_before_fails_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    real = output.render
+
+    def broken(res: object, spec: OutputSpec, *a: object) -> str:
+        if spec.format == "spdx-json":
+            raise RuntimeError("writer broke")
+        return real(res, spec, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(output, "render", broken)
+    early = output.prefork(SPECS[:3], WriterOptions())
+    assert early is not None
+    try:
+        with pytest.raises(RuntimeError, match="writer broke"):
+            render_all(helpers.make_result(), SPECS[:3], WriterOptions(), early=early)
+    finally:
+        early.close()
+
+
+def test_children_forked_before_a_scan_that_failed_are_stopped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    early = output.prefork(SPECS, WriterOptions())
+    assert early is not None
+    pids = [k.pid for k in early.kids]
+    assert all(os.path.exists(f"/proc/{p}") for p in pids)
+    early.close()  # no result came: each child is stopped and reaped
+    for p in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(p, os.WNOHANG)
+    early.close()  # twice is harmless
+
+
+def test_no_children_before_the_scan_for_json_alone_or_one_output(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output, "_fork_safe", lambda: True)
+    opts = WriterOptions()
+    assert output.prefork([OutputSpec("cyclonedx-json", None)], opts) is None
+    assert output.prefork([OutputSpec("json", None), OutputSpec("json", "/x")], opts) is None
+    monkeypatch.setattr(output, "_fork_safe", lambda: False)
+    assert output.prefork(SPECS, opts) is None

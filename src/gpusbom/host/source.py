@@ -79,18 +79,9 @@ def _import_later_stages(beside: Sequence[Callable[[], None]] = ()) -> None:
     """Import the modules of the stages after the walk and of the outputs asked for (the
     CycloneDX writer's library: 0.15 s), then run ``beside`` (the advisory database's load),
     while the walk's workers run."""
-    import importlib
+    from ..writers import asked_modules, preload
 
-    from ..writers import asked_modules
-
-    for name in (*_LATER, *asked_modules()):
-        module, _, function = name.partition(":")
-        try:
-            loaded = importlib.import_module(module)
-            if function:  # tables the first use would build (Writer.imports)
-                getattr(loaded, function)()
-        except Exception:  # noqa: BLE001, S112 - imported again where it is used, and fails there
-            continue
+    preload((*_LATER, *asked_modules()))
     for fn in beside:
         fn()
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from typing import TypeVar
 
 from .base import Rows, Writer, WriterOptions
 
 __all__ = ["Rows", "Writer", "WriterOptions", "all_writers", "asked_modules", "get_writer",
-           "has_writer", "register", "subjects"]
+           "has_writer", "preload", "register", "rendered_elsewhere", "subjects"]
 
 _REGISTRY: dict[tuple[str, str], type[Writer]] = {}
 _loaded = False
@@ -101,6 +102,26 @@ def asked_modules() -> list[str]:
     line's outputs are checked with ``has_writer`` before the scan), as ``Writer.imports``
     names them (``module`` or ``module:function``)."""
     return list(dict.fromkeys(m for cls in _asked for m in cls.imports))
+
+
+def rendered_elsewhere(formats: set[str], subject: str = "scan") -> None:
+    """Writers of ``formats`` asked for so far will write in another process (one forked
+    for it, ``cli.output.prefork``): :func:`asked_modules` no longer names their modules."""
+    _asked[:] = [cls for cls in _asked if not (cls.subject == subject and cls.format in formats)]
+
+
+def preload(names: Iterable[str]) -> None:
+    """Import ``names`` as ``Writer.imports`` gives them (``module`` or ``module:function``,
+    the function then called: tables its first use would build). A name that fails is
+    skipped: it is imported again where it is used, and fails there."""
+    for name in names:
+        module, _, function = name.partition(":")
+        try:
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
+        except Exception:  # noqa: BLE001, S112 - see above
+            continue
 
 
 def get_writer(fmt: str, subject: str = "scan") -> Writer:

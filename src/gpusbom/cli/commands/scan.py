@@ -44,7 +44,7 @@ def scan(
     from ...errors import UsageError
     from ...pipeline import HostOptions, ProbeOptions, ScanRequest
     from ...scan import Followups, run
-    from ..output import emit, parse_outputs, terminal_options
+    from ..output import emit, parse_outputs, prefork, terminal_options
     from ..progress import RichProgress, wants_progress
 
     if debug:
@@ -90,8 +90,15 @@ def scan(
                      fail_on=fail_on, strict=strict, quiet=quiet)
     options = terminal_options(cyclonedx_version=cyclonedx_version.value,
                                cyclonedx_compat=cyclonedx_compat)
-    outcome = run(req, then, partial(emit, specs=specs, options=options),
-                  RichProgress() if wants_progress(quiet) else None)
+    # a host scan's outputs besides the native JSON: rendered by children forked now, which
+    # import their writers while the host is walked (cli.output.Preforked)
+    early = prefork(specs, options) if on_host else None
+    try:
+        outcome = run(req, then, partial(emit, specs=specs, options=options, early=early),
+                      RichProgress() if wants_progress(quiet) else None)
+    finally:
+        if early is not None:
+            early.close()
     for message in outcome.messages:
         sys.stderr.write(message)
     # the messages said why; the error only chooses the exit code
