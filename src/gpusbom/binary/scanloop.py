@@ -1,7 +1,7 @@
 """The chunk loop of the streaming GPU code scanners: search, collect header bytes, skip.
 
 ``ScanLoop`` is the state machine every scanner of ``binary.stream`` runs: the file type
-from its first bytes, the magic search (``needles.rare_find``) outside executable code
+from its first bytes, the magic search (``needles.find_magic``) outside executable code
 (``elf_ranges``), the steps that collect a structure's header bytes for a handler or skip a
 payload, the replay of a candidate that was not one, the error counts and the streaming
 SHA-256 (``streamhash``). The handlers that decode the structures are the fatbin states
@@ -18,7 +18,7 @@ from gpusbom.binary.elf import ELF_MAGIC
 from gpusbom.binary.elf_ranges import MAX_PHDR_PREFIX, executable_ranges
 from gpusbom.binary.fatbin import CudaTargetsBuilder
 from gpusbom.binary.hipbundle import BUNDLE_MAGIC, CCOB_MAGIC
-from gpusbom.binary.needles import FAT_NEEDLE, HIPREG_NEEDLE, rare_find
+from gpusbom.binary.needles import FAT_NEEDLE, HIPREG_NEEDLE, find_magic
 from gpusbom.binary.streamhash import StreamSha256
 
 _HEADS = (ELF_MAGIC, FAT_NEEDLE, BUNDLE_MAGIC[:4], CCOB_MAGIC)
@@ -339,7 +339,7 @@ class ScanLoop:
         stop = limit
         for kind, needle in self._needles:
             end = min(n, limit + len(needle) - 1)
-            k = rare_find(chunk, needle, i, end)
+            k = find_magic(chunk, needle, i, end)
             if k >= 0 and (best < 0 or k < best):
                 best, best_kind, limit = k, kind, k
         if best < 0:

@@ -24,8 +24,8 @@ then malformed or truncated is counted in ``errors``; nothing here raises for ba
 the state is bounded (a few header bytes, sets of target names, capped counts) whatever the
 size fields say.
 
-Cost: a search for the magics over the bytes outside fatbin payloads (``memchr`` of the
-rarest byte of a magic; see :func:`gpusbom.binary.needles.rare_find`), a few Python steps
+Cost: a search for the magics over the bytes outside fatbin payloads (one C call from
+where the search resumes to the next match; see :func:`gpusbom.binary.needles.find_magic`), a few Python steps
 per entry. Files that start with neither an ELF, fatbin or bundle magic are not scanned at
 all. In ELF files laid out with separate code (see
 :func:`gpusbom.binary.elf_ranges.executable_ranges`) the executable segments are not
