@@ -25,10 +25,8 @@ SPECS = [OutputSpec("json", None), OutputSpec("cyclonedx-json", "/x.cdx.json"),
          OutputSpec("spdx-json", "/x.spdx.json"), OutputSpec("spdx-tag-value", "/x.spdx")]
 
 
-def test_forked_outputs_are_the_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
-    result = helpers.make_result()
-    opts = WriterOptions()
+def _count_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Forking allowed here; each fork of ``cli.output`` adds an item to the list returned."""
     forked: list[int] = []
     real_fork = output.os.fork
 
@@ -38,6 +36,14 @@ def test_forked_outputs_are_the_serial_ones(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(output, "_fork_safe", lambda: True)
     monkeypatch.setattr(output.os, "fork", counting_fork)
+    return forked
+
+
+def test_forked_outputs_are_the_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    result = helpers.make_result()
+    opts = WriterOptions()
+    forked = _count_forks(monkeypatch)
     got = render_all(result, SPECS, opts)
     assert len(forked) == len(SPECS) - 1  # every output but the first in a child
     assert got == [render(result, s, opts) for s in SPECS]
@@ -158,15 +164,7 @@ def test_outputs_forked_before_the_scan_are_the_serial_ones(monkeypatch: pytest.
     for s in specs:
         assert writers.has_writer(s.format)
     assert any("cyclonedx" in m for m in writers.asked_modules())
-    forked: list[int] = []
-    real_fork = output.os.fork
-
-    def counting_fork() -> int:
-        forked.append(1)
-        return real_fork()
-
-    monkeypatch.setattr(output, "_fork_safe", lambda: True)
-    monkeypatch.setattr(output.os, "fork", counting_fork)
+    forked = _count_forks(monkeypatch)
     opts = WriterOptions()
     early = output.prefork(specs, opts)
     assert early is not None and len(forked) == 3  # all but json, before any result

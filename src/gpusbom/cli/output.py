@@ -113,9 +113,7 @@ def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
                 # page it touches, the fork's pages being shared until written)
                 gc.freeze()
                 receive_digest(result, dr)
-                data = memoryview(render(result, s, options, subject).encode("utf-8", "surrogatepass"))
-                while data:
-                    data = data[os.write(w, data):]
+                _write_all(w, render(result, s, options, subject).encode("utf-8", "surrogatepass"))
                 code = 0
             finally:
                 os._exit(code)
@@ -300,8 +298,7 @@ def _early_child(spec: OutputSpec, options: WriterOptions, subject: str, data_fd
         result = ScanResult.from_dict(json.loads(data.decode("utf-8", "surrogatepass")))
         del data
         receive_digest(result, digest_fd)
-        view = memoryview(render(result, spec, options, subject).encode("utf-8", "surrogatepass"))
-        _write_all(out_fd, view)
+        _write_all(out_fd, render(result, spec, options, subject).encode("utf-8", "surrogatepass"))
         code = 0
     finally:
         os._exit(code)
