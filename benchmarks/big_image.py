@@ -28,7 +28,11 @@ Meant for a many-core GPU host (the H200 machines): it needs no network and no D
    ``--variant LABEL:REPEAT:ARGS:ENV`` adds scans with other arguments or environment
    (``--only LABEL`` keeps just those), ``--cores N`` a scan on the first N cores,
    ``--profile`` one scan under cProfile (the parent, and each layer worker through
-   ``GPUSBOM_DEBUG_PROFILE``: prof/parent.txt, prof/layers.txt). Each run records how many
+   ``GPUSBOM_DEBUG_PROFILE``: prof/parent.txt, prof/layers.txt), ``--alone`` scans of a
+   layout holding only the largest layer (on all cores, with the 8 inflate threads it gets in
+   the whole image, on each ``--cores``): whether that layer is bound by the other layers
+   beside it or by its own pipeline (``GPUSBOM_DEBUG_INFLATE`` then also counts the reads
+   that found rapidgzip's pipe full: the child waiting for the reader). Each run records how many
    cores were busy, per quarter second (``/proc/stat``).
 4. ``gpusbom scan --host`` (median of 5, and a cProfile of one run), ``gpusbom check
    SMALL --host`` (median of 5; the first one scans the host, later ones reuse it),
@@ -376,6 +380,9 @@ def main() -> int:
     ap.add_argument("--cores", type=int, action="append", help="also scan on the first N cores")
     ap.add_argument("--profile", action="store_true",
                     help="one more scan under cProfile (parent and layer workers)")
+    ap.add_argument("--alone", action="store_true",
+                    help="also scan a layout of the largest layer alone (its blob hard-linked): "
+                         "on all cores, with 8 inflate threads as in the whole image, on --cores")
     args = ap.parse_args()
     out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -402,6 +409,21 @@ def main() -> int:
     image_runs(work, site, cuda, args, cpus, cache_env)
     log("done")
     return 0
+
+
+def largest_alone(layout: Path) -> Path:
+    """An OCI layout next to ``layout`` holding only its largest layer (the same blob, hard
+    linked): how long that layer takes with nothing else to read."""
+    facts = json.loads((layout / "facts.json").read_text())
+    big = max(facts["per_layer"], key=lambda x: x["raw"])
+    root = layout.parent / (layout.name + "-largest")
+    blobs = root / "blobs" / "sha256"
+    blobs.mkdir(parents=True, exist_ok=True)
+    target = blobs / big["digest"][7:]
+    if not target.exists():
+        os.link(layout / "blobs" / "sha256" / big["digest"][7:], target)
+    write_layout(root, [(big["digest"], big["diff_id"], big["size"])])
+    return root
 
 
 def rapidgzip_raw(blobs: list[str], threads: int, chunk_kib: int) -> dict[str, object]:
@@ -596,6 +618,17 @@ def image_runs(work: Path, site: str, cuda: str, args: argparse.Namespace, cpus:
         log(f"scan on {n} cores: " + json.dumps({k: v for k, v in row.items() if k != "stderr"}))
         log("   " + str(row.get("stderr", "")).replace("\n", "\n   "))
         save()
+    if args.alone:
+        alone = largest_alone(layout)
+        runs = [("all cores", {}, None), ("8 inflate threads", {"GPUSBOM_INFLATE_THREADS": "8"}, None)]
+        runs += [(f"{n} cores", {}, sorted(os.sched_getaffinity(0))[:n]) for n in args.cores or []]
+        for label, venv, sub in runs:
+            row = run(["scan", f"oci:{alone}", "-q", "-o", "json=/dev/null", "--no-cache"],
+                      {**dbg, **venv}, cpus=sub)
+            results[f"largest_alone_{label.replace(' ', '_')}"] = row
+            log(f"scan largest alone, {label}: " + json.dumps({k: v for k, v in row.items() if k != "stderr"}))
+            log("   " + str(row.get("stderr", "")).replace("\n", "\n   "))
+            save()
     if args.profile:
         # the parent under cProfile, each layer worker's main thread too (GPUSBOM_DEBUG_PROFILE)
         pdir = out_dir / "prof"

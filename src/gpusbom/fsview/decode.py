@@ -238,7 +238,7 @@ class DecodePipeline:
         # time in reads of the child's pipe, waiting and copying (GPUSBOM_DEBUG_INFLATE)
         debug = bool(settings.get("debug_inflate"))
         waited = read_cpu = w0 = r0 = 0.0
-        reads = 0
+        reads = full = 0  # full: reads that found the pipe full (the child waited for us)
         hasher = BlobHasher(span, self.raw_hash, self.name)
         reported = 0
         delivered = 0
@@ -264,6 +264,7 @@ class DecodePipeline:
                         waited += time.perf_counter() - w0
                         read_cpu += time.thread_time() - r0
                         reads += 1
+                        full += bool(child.pipe_size) and len(out) >= child.pipe_size
                     if not out:
                         reason = child.finish()
                         break
@@ -297,7 +298,8 @@ class DecodePipeline:
                 print(
                     f"gpusbom: parallel inflate {self.name}: {threads} threads, "
                     f"{delivered} bytes, {time.perf_counter() - started:.2f} s, "
-                    f"{reads} reads waited {waited:.2f} s ({read_cpu:.2f} CPU-s), hashed by "
+                    f"{reads} reads waited {waited:.2f} s ({read_cpu:.2f} CPU-s), "
+                    f"{full} found the pipe full ({child.pipe_size if child else 0} bytes), hashed by "
                     f"{hasher.done_at - started:.2f} s, fallback={reason}",
                     file=sys.stderr,
                 )

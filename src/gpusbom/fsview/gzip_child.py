@@ -43,6 +43,7 @@ _PIPE_READ = 4 << 20
 #: the memory they save keeps a worker; ``GPUSBOM_RAPIDGZIP_CHUNK_KIB`` overrides both.
 PARALLEL_CHUNK_KIB = 4096
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); Python 3.10 names it, older ones do not
+_F_GETPIPE_SZ = 1032
 
 
 def parallel_chunk_kib() -> int:
@@ -89,6 +90,9 @@ class Inflater:
         self._out = self._proc.stdout
         self._fd = self._out.fileno()
         # a bigger pipe: fewer, larger reads (4 MiB where allowed, else the usual 1 MiB cap)
+        #: the pipe's capacity (0: unknown): a read that returns it all found the pipe full,
+        #: the child waiting for this reader (``GPUSBOM_DEBUG_INFLATE`` counts those reads)
+        self.pipe_size = 0
         with contextlib.suppress(ImportError):
             import fcntl
 
@@ -98,6 +102,8 @@ class Inflater:
                     break
                 except OSError:
                     continue
+            with contextlib.suppress(OSError):
+                self.pipe_size = int(fcntl.fcntl(self._fd, _F_GETPIPE_SZ))
         self._closed = False
 
     def read(self) -> bytes:
