@@ -120,10 +120,12 @@ _ALL = (
        "Run the stream analyzers of matched files beside the layer reader."),
     _s("workers", "layer_nice", "int", 0,
        "Lower the priority of the workers of all but the largest layer by this much "
-       "(1-19) when the largest is inflated in parallel. 0: priorities left alone."),
+       "(1-19) when the largest is inflated in parallel. 0: priorities left alone. "
+       "Measured on 16 cores: no gain (docs/performance.md)."),
     _s("workers", "analysis_threads", "int", None,
        "Threads that analyse the large files of one large layer beside its reader "
-       "(at most 16). Default: 1."),
+       "(at most 16). Default: 1. Measured on 16 cores: 2 threads no faster "
+       "(docs/performance.md)."),
     _s("workers", "shards", "int", None,
        "Shards of a crawl (with $JOB_COMPLETION_INDEX as this shard's index)."),
     # scanning

@@ -81,7 +81,8 @@ def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
     the transfer of its text), not their sum: on a 16-core H200 host's ``scan --host``,
     CycloneDX through cyclonedx-python-lib was that slowest one at ~1.1 s, so three outputs
     still took ~1.2 s more than JSON alone (issue #37; ``writers._cyclonedx_fast``).
-    ``--debug`` shows each child's wall and CPU seconds."""
+    ``--debug`` shows each child's wall and CPU seconds. ``early``: children forked before
+    the scan for these outputs (``prefork``) render them instead."""
     from .. import stagetime
 
     if early is not None and early.serves(specs, subject):

@@ -20,7 +20,7 @@ from ..model import LayerRef
 from .decompress import open_decompressed
 from .offload import OFFLOAD_MIN, Job, Offload
 from .offload import enabled as offload_enabled
-from .offload import threads_for as offload_threads
+from .offload import threads_for as analysis_threads_for
 from .spec import AnalyzerFactory, PathMatcher
 from .tarstream import iter_tar
 from .types import (
@@ -473,7 +473,7 @@ def read_layer(
             # a layer granted inflate threads is a large one read in a worker of its own:
             # its reader is the scan's bound, so its large files are analysed beside it
             offload=limits.inflate_threads > 1 and offload_enabled(),
-            offload_threads=offload_threads(limits.inflate_threads),
+            offload_threads=analysis_threads_for(limits.inflate_threads),
         )
         # read to the end of the blob so the digests cover all of it
         stream.drain()
