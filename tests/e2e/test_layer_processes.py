@@ -45,3 +45,30 @@ def test_bad_layer_in_a_worker_process(tmp_path: Path) -> None:
     layout = it.write_oci_layout(tmp_path / "layout", image, tag="t")
     assert_input_error(f"oci:{layout}:t", tmp_path, "layer",
                        env={"GPUSBOM_LAYER_PROCESSES": "2"})
+
+
+def test_worker_processes_leave_no_temp_files(tmp_path: Path) -> None:
+    """A file spooled by a layer worker (a captured file over 1 MiB in each layer) lands in
+    the scan's own temp directory, which is removed at the end: nothing is left in TMPDIR.
+    (A worker once made a directory of its own on its first spooled file, unknown to the
+    scan and never removed: one per worker and scan.)"""
+    big = b"".join(b" line %07d of a long description\n" % k for k in range(40_000))
+    layers = [
+        it.Layer(it.tar_bytes([("/etc/os-release", b'ID=debian\nVERSION_ID="12"\n')]), "gzip"),
+        *(it.Layer(it.tar_bytes([("/var/lib/dpkg/status",
+                                  b"Package: pkg%d\nStatus: install ok installed\nVersion: 1.%d\n"
+                                  b"Architecture: amd64\nDescription: padded\n" % (k, k) + big)]),
+                   "gzip") for k in range(3)),
+    ]
+    assert len(big) > 1 << 20  # over fsview.types.Limits.max_memory_content: spooled
+    layout = it.write_oci_layout(tmp_path / "layout", it.Image(layers=layers), tag="t")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out.json"
+    env = {**os.environ, "GPUSBOM_LAYER_PROCESSES": "3", "TMPDIR": str(tmp)}
+    p = subprocess.run([sys.executable, "-m", "gpusbom", "scan", f"oci:{layout}:t", "-q",
+                        "--offline", "--no-cache", "-o", f"json={out}"],
+                       capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "pkg2" in out.read_text()  # the top layer's spooled status was read
+    assert sorted(os.listdir(tmp)) == []

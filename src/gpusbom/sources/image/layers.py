@@ -451,6 +451,10 @@ def read_layers_forked(
     progress = CombinedProgress(ctx.progress, total_bytes, total, store.label)
     mp = multiprocessing.get_context("fork")
     counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))  # shared memory, no pickle
+    if hasattr(ctx.spool, "dir"):
+        # the spool's directory is made here, before the fork: made lazily in a worker, it
+        # would be that worker's own, unknown to this process, and never removed
+        _ = ctx.spool.dir
     _FORK_JOB = (store, plan, ctx, counter, sched)
     import gc
 
