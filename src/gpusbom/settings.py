@@ -126,12 +126,6 @@ _ALL = (
        "Threads that analyse the large files of one large layer beside its reader "
        "(at most 16). Default: 1. Measured on 16 cores: 2 threads no faster "
        "(docs/performance.md)."),
-    _s("workers", "analysis_processes", "int", None,
-       "Processes that analyse the large files of one large layer beside its reader "
-       "(at most 8), instead of a thread. Default: none."),
-    _s("workers", "output_spawn", "bool", False,
-       "Start the children that render a host scan's outputs as fresh interpreters "
-       "(posix_spawn) instead of forks."),
     _s("workers", "shards", "int", None,
        "Shards of a crawl (with $JOB_COMPLETION_INDEX as this shard's index)."),
     # scanning

@@ -27,8 +27,6 @@ EXCEPTIONS = {
     ("host/parwalk.py", "code = literal"),
     ("forkmap.py", "os._exit"),
     ("forkmap.py", "code = literal"),
-    ("fsview/offload_proc.py", "os._exit"),
-    ("fsview/offload_proc.py", "code = literal"),
 }
 
 

@@ -1,8 +1,7 @@
-"""Large files analysed on the layer's analysis thread (``fsview.offload``), or in analysis
-processes (``fsview.offload_proc``, ``GPUSBOM_ANALYSIS_PROCESSES``).
+"""Large files analysed on the layer's analysis thread (``fsview.offload``).
 
 A layer read with inflate threads hands the stream analyzers of its large files to a thread
-of their own (or to forked processes); the entries, their analyses (hard links to analysed files included) and the
+of their own; the entries, their analyses (hard links to analysed files included) and the
 verdicts on bad input must be those of the inline path. The size threshold is lowered so
 that small test files take that path.
 """
@@ -11,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -63,13 +61,7 @@ class _Head:
         return {"elf": self.elf, "seen": self.seen}
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-
-
-def _pool() -> ThreadPoolExecutor:
-    """This process's pool (a forked analysis process makes its own: the threads of a pool
-    are not inherited)."""
-    return _POOLS.setdefault(os.getpid(), ThreadPoolExecutor(2))
+_POOL = ThreadPoolExecutor(2)
 
 
 class _Later:
@@ -85,7 +77,7 @@ class _Later:
         self.parts.append(bytes(chunk))
 
     def close(self, defer: bool = False) -> dict[str, Any]:
-        fut = _pool().submit(lambda: hashlib.md5(b"".join(self.parts)).hexdigest())
+        fut = _POOL.submit(lambda: hashlib.md5(b"".join(self.parts)).hexdigest())
         return {"md5": fut if defer else fut.result()}
 
 
@@ -109,7 +101,7 @@ def _blob(n: int, seed: int, head: bytes = b"") -> bytes:
     return head + random.Random(seed).randbytes(n - len(head))
 
 
-def _index(tar: bytes, offload: bool, threads: int = 1, procs: int = 0) -> dict[str, Any]:
+def _index(tar: bytes, offload: bool, threads: int = 1) -> dict[str, Any]:
     limits = Limits()
     with Spool(limits) as spool:
         entries, whiteouts, opaque, shadow, count = index_members(
@@ -121,7 +113,6 @@ def _index(tar: bytes, offload: bool, threads: int = 1, procs: int = 0) -> dict[
             limits=limits,
             offload=offload,
             offload_threads=threads,
-            offload_procs=procs,
         )
     return {
         "entries": {
@@ -142,10 +133,9 @@ def _small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(layer_mod, "STREAM_CHUNK", 1 << 12)  # many chunks per file
 
 
-@pytest.mark.parametrize(("threads", "procs"), [(1, 0), (3, 0), (1, 1), (1, 2)])
-def test_offload_matches_inline(threads: int, procs: int) -> None:
-    """With one analysis thread or several (files analysed side by side), or one analysis
-    process or two, the same."""
+@pytest.mark.parametrize("threads", [1, 3])
+def test_offload_matches_inline(threads: int) -> None:
+    """With one analysis thread or several (files analysed side by side), the same."""
     items = [
         F("usr/lib/liba.so", _blob(300_000, 1, b"ELF")),
         F("usr/lib/notelf.so.1", _blob(200_000, 2, b"TXT")),  # its analyzer stops early
@@ -161,7 +151,7 @@ def test_offload_matches_inline(threads: int, procs: int) -> None:
     ]
     tar = make_tar(items)
     inline = _index(tar, offload=False)
-    offloaded = _index(tar, offload=True, threads=threads, procs=procs)
+    offloaded = _index(tar, offload=True, threads=threads)
     assert offloaded == inline
     got = inline["entries"]
     assert got["/usr/lib/liba.so"][3]["bytes"] == 120_000
@@ -180,11 +170,11 @@ def test_offload_truncated_layer_fails_the_same() -> None:
     tar = make_tar([F("usr/lib/liba.so", _blob(300_000, 1, b"ELF")), F("etc/small.txt", b"x")])
     cut = tar[:200_000]  # inside liba.so's data
     errors = []
-    for offload, threads, procs in ((False, 1, 0), (True, 1, 0), (True, 3, 0), (True, 1, 2)):
+    for offload, threads in ((False, 1), (True, 1), (True, 3)):
         with pytest.raises(LayerError) as ei:
-            _index(cut, offload=offload, threads=threads, procs=procs)
+            _index(cut, offload=offload, threads=threads)
         errors.append(str(ei.value))
-    assert errors[0] == errors[1] == errors[2] == errors[3]
+    assert errors[0] == errors[1] == errors[2]
     assert "truncated" in errors[0]
 
 
@@ -251,46 +241,3 @@ def test_several_analysis_threads_analyse_files_side_by_side() -> None:
     assert len([e for e in entries.values() if e.analysis]) == 24
     assert names <= {"gpusbom-analysis-0", "gpusbom-analysis-1", "gpusbom-analysis-2"}
     assert len(names) >= 2, names
-
-
-def test_analysis_process_failure_fails_the_layer_without_hanging() -> None:
-    """An analyzer that kills its analysis process (what ``Analyzers`` does not isolate): the
-    layer fails with one ``LayerError`` naming it, whether the reader finds out while
-    writing or at the end; the reader never waits on a dead process."""
-    specs = [PathSpec("/**/*.so", max_size=0, stream=_Dies)]
-    tar = make_tar([F(f"usr/lib/l{i}.so", _blob(60_000, i, b"ELF")) for i in range(20)])
-    limits = Limits()
-    for procs in (1, 2):
-        with Spool(limits) as spool, pytest.raises(LayerError, match="analysis process was lost"):
-            index_members(
-                iter_tar(io.BytesIO(tar), limits=limits, name="t"), index=0, name="t",
-                matcher=PathMatcher(specs), spool=spool, limits=limits, offload=True,
-                offload_procs=procs)
-
-
-class _Pid:
-    """Records the process that analysed its file."""
-
-    def __init__(self) -> None:
-        self.pid = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.pid = os.getpid()
-
-    def close(self) -> dict[str, Any]:
-        return {"pid": self.pid}
-
-
-def test_several_analysis_processes_analyse_files_side_by_side() -> None:
-    specs = [PathSpec("/**/*.so", max_size=0, stream=_Pid)]
-    tar = make_tar([F(f"usr/lib/l{i}.so", _blob(20_000, i, b"ELF")) for i in range(24)])
-    limits = Limits()
-    with Spool(limits) as spool:
-        entries, *_ = index_members(
-            iter_tar(io.BytesIO(tar), limits=limits, name="t"), index=0, name="t",
-            matcher=PathMatcher(specs), spool=spool, limits=limits, offload=True,
-            offload_procs=3)
-    pids = {e.analysis["pid"] for e in entries.values() if e.analysis}
-    assert len([e for e in entries.values() if e.analysis]) == 24
-    assert os.getpid() not in pids
-    assert len(pids) >= 2, pids

@@ -251,16 +251,13 @@ def prefork(specs: list[OutputSpec], options: WriterOptions,
     if subject != "scan" or len(specs) < 2 or not far or not _fork_safe():
         return None
     kids: list[_Kid] = []
-    from .. import settings
-
-    spawn = bool(settings.get("output_spawn")) and hasattr(os, "posix_spawn")
     for i in far:
         spec = specs[i]
         r, w = os.pipe()
         dr, dw = os.pipe()
         sr, sw = os.pipe()  # the scan's native JSON, length first
         started = time.perf_counter()
-        pid = _spawn_child(spec, options, subject, sr, w, dr) if spawn else os.fork()
+        pid = os.fork()
         if pid == 0:  # pragma: no cover - the child (its output is checked in the parent)
             os.close(r)
             os.close(dw)
@@ -276,39 +273,6 @@ def prefork(specs: list[OutputSpec], options: WriterOptions,
     # this process no longer renders those: the scan does not import their libraries
     writers.rendered_elsewhere({k.spec.format for k in kids}, subject)
     return Preforked(kids, subject, len(specs))
-
-
-def _spawn_child(spec: OutputSpec, options: WriterOptions, subject: str, data_fd: int,
-                 out_fd: int, digest_fd: int) -> int:
-    """A fresh interpreter in place of a fork (``posix_spawn``): it shares no page of this
-    process, whose later writes then copy none; it inherits only its three pipe ends."""
-    import dataclasses
-    import json
-    import subprocess
-
-    fds = (data_fd, out_fd, digest_fd)
-    arg = json.dumps({"format": spec.format, "subject": subject, "fds": fds,
-                      "options": dataclasses.asdict(options)})
-    for fd in fds:
-        os.set_inheritable(fd, True)
-    try:
-        return os.posix_spawn(sys.executable, [
-            sys.executable, *getattr(subprocess, "_args_from_interpreter_flags", list)(),
-            "-c", "import sys; from gpusbom.cli.output import spawned_child; spawned_child(sys.argv[1])",
-            arg], os.environ)
-    finally:
-        for fd in fds:
-            os.set_inheritable(fd, False)
-
-
-def spawned_child(arg: str) -> None:  # pragma: no cover - a child
-    """The entry of a child started by ``_spawn_child``: as ``_early_child``."""
-    import json
-
-    a = json.loads(arg)
-    data_fd, out_fd, digest_fd = (int(x) for x in a["fds"])
-    _early_child(OutputSpec(str(a["format"]), None), WriterOptions(**a["options"]),
-                 str(a["subject"]), data_fd, out_fd, digest_fd)
 
 
 def _early_child(spec: OutputSpec, options: WriterOptions, subject: str, data_fd: int,

@@ -21,8 +21,6 @@ from .decompress import open_decompressed
 from .offload import OFFLOAD_MIN, Job, Offload
 from .offload import enabled as offload_enabled
 from .offload import threads_for as analysis_threads_for
-from .offload_proc import ProcessOffload
-from .offload_proc import processes as analysis_processes
 from .spec import AnalyzerFactory, PathMatcher
 from .tarstream import iter_tar
 from .types import (
@@ -248,19 +246,14 @@ def index_members(
     limits: Limits,
     offload: bool = False,
     offload_threads: int = 1,
-    offload_procs: int = 0,
 ) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
     """Index a layer's members as ``read_layer`` does (whiteouts, kept entries, captured
     content of matched files, path hashes of the others): (entries, whiteouts, opaque
     dirs, shadow hashes, member count). Members are visited once, in order.
     ``offload``: analyse large files that are not captured on a thread of their own
     (``fsview.offload``, on ``offload_threads`` threads) while the members after them are
-    read. ``offload_procs``: in that many processes instead (``fsview.offload_proc``)."""
-    off: Offload | ProcessOffload | None = None
-    if offload and offload_procs > 0:
-        off = ProcessOffload(STREAM_CHUNK, matcher, offload_procs, name, Analyzers, resolve_deferred)
-    elif offload:
-        off = Offload(STREAM_CHUNK, offload_threads)
+    read."""
+    off = Offload(STREAM_CHUNK, offload_threads) if offload else None
     try:
         out = _index_members(members, index, name, matcher, spool, limits, off)
     except BaseException:
@@ -279,7 +272,7 @@ def _index_members(
     matcher: PathMatcher,
     spool: Spool,
     limits: Limits,
-    off: Offload | ProcessOffload | None,
+    off: Offload | None,
 ) -> tuple[dict[str, Entry], set[str], set[str], array[int], int]:
     entries: dict[str, Entry] = {}
     whiteouts: set[str] = set()
@@ -337,7 +330,7 @@ def _index_members(
                 elif fsize <= cap:
                     content = _spool_file(m, fsize, spool, limits, an)
                 elif off is not None and fsize >= OFFLOAD_MIN:
-                    job = off.analyze(m, fsize, an, path)
+                    job = off.analyze(m, fsize, an)
                 else:
                     _analyze_member(m, fsize, an)
                 if job is None:
@@ -481,7 +474,6 @@ def read_layer(
             # its reader is the scan's bound, so its large files are analysed beside it
             offload=limits.inflate_threads > 1 and offload_enabled(),
             offload_threads=analysis_threads_for(limits.inflate_threads),
-            offload_procs=analysis_processes(),
         )
         # read to the end of the blob so the digests cover all of it
         stream.drain()

@@ -122,10 +122,9 @@ class Offload:
             print(f"gpusbom: analysis thread {time.thread_time():.2f} CPU-s, "
                   f"{len(self._pending)} files", file=sys.stderr)
 
-    def analyze(self, member: Any, size: int, analyzers: Analyzers, path: str = "") -> Job:
+    def analyze(self, member: Any, size: int, analyzers: Analyzers) -> Job:
         """Read the member's data here and hand it to the thread piecewise; once the thread
         says the analyzers are done, the rest is left for the tar reader to skip."""
-        del path  # analysed here with the reader's analyzers
         job = Job(analyzers)
         # the thread with the fewest chunks waiting (the first of equals)
         q = min(self._queues, key=lambda x: x.qsize()) if len(self._queues) > 1 else self._q
