@@ -23,7 +23,7 @@ import struct
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
-from . import _wire
+from . import _fork, _wire
 from .errors import GpusbomError
 
 __all__ = ["WorkerLost", "fork_map"]
@@ -94,7 +94,7 @@ def fork_map(
         for _ in range(max(1, min(procs, len(tasks)))):
             r, w = os.pipe()
             _widen(w)
-            pid = os.fork()
+            pid = _fork.fork()
             if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
                 os.close(r)
                 for fd in kids:

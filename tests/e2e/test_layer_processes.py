@@ -72,3 +72,44 @@ def test_worker_processes_leave_no_temp_files(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "pkg2" in out.read_text()  # the top layer's spooled status was read
     assert sorted(os.listdir(tmp)) == []
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [("SIGTERM", 143, "terminated"),
+                                                   ("SIGINT", 130, "interrupted")])
+def test_a_stopped_scan_stops_its_workers_and_leaves_nothing(sig: str, code: int, word: str,
+                                                             tmp_path: Path) -> None:
+    """SIGTERM (``kill``, ``timeout``, a job or pod stopped) ends a scan as Ctrl-C does: its
+    layer workers stop, its temp directory goes, no output file is written, and the exit
+    status says which (143, 130). Before, SIGTERM killed the scan at once and its forked
+    workers went on, their spool directory left in TMPDIR."""
+    import signal
+    import time
+
+    paths = ensure("nvidia-wheels")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out.json"
+    env = {**os.environ, "GPUSBOM_LAYER_PROCESSES": "3", "TMPDIR": str(tmp)}
+    p = subprocess.Popen([sys.executable, "-m", "gpusbom", "scan", f"oci-archive:{paths.oci_archive}",
+                          "-q", "--offline", "--no-cache", "-o", f"json={out}"],
+                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    children = Path(f"/proc/{p.pid}/task/{p.pid}/children")
+    deadline = time.monotonic() + 60
+    while not children.read_text().split():  # its layer workers are forked: the scan runs
+        assert p.poll() is None, "the scan ended before its workers were seen"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert err.strip().splitlines()[-1] == f"gpusbom: {word}"
+    assert not out.exists()
+    deadline = time.monotonic() + 10
+    while True:  # every process of its group has ended (a zombie is reaped by init)
+        ps = subprocess.run(["ps", "-o", "stat=", "-g", str(p.pid)], capture_output=True, text=True)
+        running = [s for s in ps.stdout.split() if not s.startswith("Z")]
+        if not running or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert running == []
+    assert sorted(os.listdir(tmp)) == []

@@ -31,6 +31,7 @@ EXIT_INPUT = 3
 EXIT_INCOMPLETE = 4
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 
 #: what each exit code means, as the man page's EXIT STATUS lists them
 EXIT_MEANINGS = (
@@ -40,7 +41,39 @@ EXIT_MEANINGS = (
     (EXIT_INPUT, "input or configuration error; a missing optional extra"),
     (EXIT_INCOMPLETE, "incomplete: --strict and the scan recorded unknowns"),
     (EXIT_INTERNAL, "internal error (a bug: please report it)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): workers stopped, temp files removed"),
+    (EXIT_TERMINATED, "terminated (SIGTERM): workers stopped, temp files removed"),
 )
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by :func:`stop_on_sigterm`'s handler: a
+    ``KeyboardInterrupt``, so that what cleans up after Ctrl-C (layer and walk workers
+    stopped, the spool directory removed, no output file left half-written) runs for it too."""
+
+
+def stop_on_sigterm() -> None:
+    """Let SIGTERM (``kill PID``, ``timeout``, a scheduler stopping a job, a pod ending) end
+    the command as Ctrl-C does, with :data:`EXIT_TERMINATED`, instead of killing this process
+    at once and leaving its forked workers running and its temp files behind. Only where
+    SIGTERM has its default action and this is the main thread (an application that
+    embeds the CLI keeps its own handler)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+    except (AttributeError, ValueError):  # no SIGTERM here
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 #: the one table from the library's errors to exit codes: the first class ``exc`` is an
@@ -68,14 +101,17 @@ def fail(exc: BaseException, debug: bool = False) -> int:
 
     ``typer.Exit``/``SystemExit``: their code, silently. click's usage errors (they can
     ``show`` themselves): shown, with their code (2). Ctrl-C (``KeyboardInterrupt``, click's
-    ``Abort``): 130. A ``GpusbomError``: one line, :func:`exit_code`. Anything else: a bug,
-    70, with the exception's type."""
+    ``Abort``): 130; SIGTERM (``_Terminated``): 143. A ``GpusbomError``: one line,
+    :func:`exit_code`. Anything else: a bug, 70, with the exception's type."""
     import typer
 
     if isinstance(exc, typer.Exit):
         return int(exc.exit_code or 0)
     if isinstance(exc, SystemExit):  # click internals
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    if isinstance(exc, _Terminated):
+        print("gpusbom: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         print("gpusbom: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

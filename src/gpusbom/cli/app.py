@@ -28,6 +28,7 @@ from ._common import (  # noqa: F401 - re-exported for command modules and tests
     EXIT_USAGE,
     exits,
     fail,
+    stop_on_sigterm,
 )
 
 _START = _time.perf_counter()
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _tune_gc()
     _gc.pause()  # while the command loads (gpusbom._gc); resumed at the latest below
+    stop_on_sigterm()
     try:
         args = _global_options(sys.argv[1:] if argv is None else argv)
         tune_allocator()  # before any layer thread allocates (see gpusbom._alloc)

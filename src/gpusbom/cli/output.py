@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _fork
 from ..errors import UsageError
 from ..writers import WriterOptions, all_writers, get_writer, has_writer
 
@@ -100,7 +101,7 @@ def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
         r, w = os.pipe()
         dr, dw = os.pipe()  # the document ids' digest of the scan, computed here once
         started = time.perf_counter()
-        pid = os.fork()
+        pid = _fork.fork()
         if pid == 0:  # pragma: no cover - the child (its output is checked in the parent)
             os.close(r)
             os.close(dw)
@@ -257,7 +258,7 @@ def prefork(specs: list[OutputSpec], options: WriterOptions,
         dr, dw = os.pipe()
         sr, sw = os.pipe()  # the scan's native JSON, length first
         started = time.perf_counter()
-        pid = os.fork()
+        pid = _fork.fork()
         if pid == 0:  # pragma: no cover - the child (its output is checked in the parent)
             os.close(r)
             os.close(dw)

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import _wire
+from .. import _fork, _wire
 
 _T = TypeVar("_T")
 #: what the query process's answer may name: plain data only
@@ -80,7 +80,7 @@ def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T
     except (AttributeError, OSError):
         return fn
     try:
-        pid = os.fork()
+        pid = _fork.fork()
     except (AttributeError, OSError):
         os.close(r)
         os.close(w)

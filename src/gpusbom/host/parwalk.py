@@ -28,7 +28,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _wire, settings
+from .. import _fork, _wire, settings
 from ..errors import UnsafeArchiveError
 from ..fsview.types import ContentRef, Entry, EntryKind
 
@@ -245,7 +245,7 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
                 break  # out of file descriptors: the workers started take every piece
             _widen(r)
             try:
-                pid = os.fork()
+                pid = _fork.fork()
             except OSError:  # no more processes (a container's pids limit): likewise
                 os.close(r)
                 os.close(w)
