@@ -297,3 +297,56 @@ def test_walk_when_workers_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     forks["left"] = 1
     assert _view(root, 4) == serial  # one of four started: it takes every piece
     assert forks["left"] == 0
+
+
+def test_workers_that_spool_leave_no_temp_files(tmp_path: Path) -> None:
+    """A matched file over 1 MiB (a real host's dpkg status often is) is spooled by the walk
+    worker that reads it, into the scan's own temp directory, removed at the end: nothing is
+    left in TMPDIR. (A worker once made a directory of its own there, never removed.)"""
+    import subprocess
+    import sys
+
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n')
+    (root / "var/lib/dpkg").mkdir(parents=True)
+    big = "".join(f" line {k:07d} of a long description\n" for k in range(40_000))
+    (root / "var/lib/dpkg/status").write_text(
+        "Package: padded-pkg\nStatus: install ok installed\nVersion: 1.0\n"
+        "Architecture: amd64\nDescription: padded\n" + big)
+    assert (root / "var/lib/dpkg/status").stat().st_size > 1 << 20  # spooled, not in memory
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out.json"
+    env = {**os.environ, "GPUSBOM_HOST_WALKERS": "3", "TMPDIR": str(tmp)}
+    p = subprocess.run([sys.executable, "-m", "gpusbom", "scan", "--root", str(root), "-q",
+                        "--offline", "-o", f"json={out}"], capture_output=True, text=True,
+                       timeout=120, env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""  # no worker failed (none asked for a directory of its own)
+    assert '"padded-pkg"' in out.read_text()
+    assert sorted(os.listdir(tmp)) == []
+
+
+def test_a_spool_directory_is_not_made_in_a_forked_process(tmp_path: Path) -> None:
+    """Asked for first in a forked worker, the directory would be that worker's, removed by
+    nobody: the spool refuses; read before the fork, the worker uses the owner's."""
+    spool = Spool(Limits())
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            _ = spool.dir
+            os.write(w, b"made")
+        except RuntimeError:
+            os.write(w, b"refused")
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 16) == b"refused"
+    os.close(r)
+    made = spool.dir  # the owner makes it, and removes it on close
+    assert os.path.isdir(made)
+    spool.close()
+    assert not os.path.exists(made)

@@ -196,10 +196,13 @@ class NullProgress:
 class Spool:
     """Owns a private temp directory for large captured files; removed on close. The
     directory is made when first asked for: most small scans spool nothing (making it,
-    with ``tempfile``'s first probe of the temp directory, and removing it took ~1 ms)."""
+    with ``tempfile``'s first probe of the temp directory, and removing it took ~1 ms).
+    Workers forked to spool into it get it made before the fork (``dir`` read there);
+    asked for first in a forked process, it raises instead of making one nobody removes."""
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
+        self._pid = os.getpid()
         self._dir: str | None = None
         self._closed = False
         self._n = 0
@@ -210,6 +213,10 @@ class Spool:
         if self._dir is None:
             if self._closed:
                 raise ValueError("spool is closed")
+            if os.getpid() != self._pid:
+                # a forked worker would make a directory of its own, which this spool never
+                # removes: whoever forks workers that spool reads ``dir`` before the fork
+                raise RuntimeError("a spool's directory is made by the process that owns it")
             import tempfile
 
             self._dir = tempfile.mkdtemp(prefix="gpusbom-")

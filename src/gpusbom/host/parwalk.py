@@ -234,6 +234,9 @@ def walk_parallel(walker: _HostWalker, real_root: str, roots: list[str], workers
     finally:
         os.close(wq)
     spool = walker.spool
+    if hasattr(spool, "dir"):
+        # the spool's directory is made here, before the fork (see fsview.types.Spool)
+        _ = spool.dir
     share = max(0, (spool.limits.max_spool_bytes - spool.bytes) // workers) \
         if getattr(spool, "limits", None) is not None else 0
     kids: list[tuple[int, int]] = []

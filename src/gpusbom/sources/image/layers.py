@@ -452,8 +452,7 @@ def read_layers_forked(
     mp = multiprocessing.get_context("fork")
     counter = mp.Value("q", int(getattr(ctx.spool, "bytes", 0)))  # shared memory, no pickle
     if hasattr(ctx.spool, "dir"):
-        # the spool's directory is made here, before the fork: made lazily in a worker, it
-        # would be that worker's own, unknown to this process, and never removed
+        # the spool's directory is made here, before the fork (see fsview.types.Spool)
         _ = ctx.spool.dir
     _FORK_JOB = (store, plan, ctx, counter, sched)
     import gc
