@@ -1,4 +1,5 @@
-"""``os.fork`` with Ctrl-C and SIGTERM held back while it runs.
+"""Forking gpusbom's own workers: ``os.fork`` with Ctrl-C and SIGTERM held back while it
+runs, and :func:`write_all` for the pipes between a worker and its parent.
 
 The CLI turns SIGINT and SIGTERM into exceptions in the main thread (``cli._common``), so
 that a stopped scan stops its workers and removes its temp files. An exception raised by a
@@ -27,3 +28,10 @@ def fork() -> int:
         return os.fork()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe takes what fits in each ``os.write``)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -44,12 +44,6 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _READ)
 
 
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _child(fn: Callable[[int], Any], rq: int, w: int, pack: Callable[[Any], Any]) -> None:
     code = 0
     try:
@@ -62,8 +56,8 @@ def _child(fn: Callable[[int], Any], rq: int, w: int, pack: Callable[[Any], Any]
                 data, status = _wire.dumps(pack(fn(i))), 0
             except BaseException as exc:  # noqa: BLE001 - sent to the parent and raised there
                 data, status = _wire.dumps(_wire.portable(exc)), 1
-            _write_all(w, _FRAME.pack(i, status, len(data)))
-            _write_all(w, data)
+            _fork.write_all(w, _FRAME.pack(i, status, len(data)))
+            _fork.write_all(w, data)
             if status:
                 break
     except BaseException:  # noqa: BLE001 - whatever happens, the worker ends here
@@ -88,7 +82,7 @@ def fork_map(
     kids: dict[int, int] = {}  # read fd -> pid
     try:
         for t in tasks:  # every task record is written before a worker starts: no blocking
-            _write_all(wq, _TASK.pack(t))  # 4 bytes each: a 64 KiB pipe holds 16,384
+            _fork.write_all(wq, _TASK.pack(t))  # 4 bytes each: a 64 KiB pipe holds 16,384
         os.close(wq)
         wq = -1
         for _ in range(max(1, min(procs, len(tasks)))):

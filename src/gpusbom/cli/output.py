@@ -115,7 +115,7 @@ def render_all(result: Any, specs: list[OutputSpec], options: WriterOptions,
                 # page it touches, the fork's pages being shared until written)
                 gc.freeze()
                 receive_digest(result, dr)
-                _write_all(w, render(result, s, options, subject).encode("utf-8", "surrogatepass"))
+                _fork.write_all(w, render(result, s, options, subject).encode("utf-8", "surrogatepass"))
                 code = 0
             finally:
                 os._exit(code)
@@ -195,8 +195,8 @@ class Preforked:
             header = len(payload).to_bytes(_LENGTH, "big")
             for k in self.kids:
                 with contextlib.suppress(OSError):  # a child that is gone: rendered here
-                    _write_all(k.data_fd, header)
-                    _write_all(k.data_fd, payload)
+                    _fork.write_all(k.data_fd, header)
+                    _fork.write_all(k.data_fd, payload)
                 os.close(k.data_fd)
                 k.data_fd = -1
                 k.started = time.perf_counter()  # its stage: from here to its text
@@ -300,7 +300,7 @@ def _early_child(spec: OutputSpec, options: WriterOptions, subject: str, data_fd
         result = ScanResult.from_dict(json.loads(data.decode("utf-8", "surrogatepass")))
         del data
         receive_digest(result, digest_fd)
-        _write_all(out_fd, render(result, spec, options, subject).encode("utf-8", "surrogatepass"))
+        _fork.write_all(out_fd, render(result, spec, options, subject).encode("utf-8", "surrogatepass"))
         code = 0
     finally:
         os._exit(code)
@@ -315,12 +315,6 @@ def _read_exact(fd: int, n: int) -> bytes | None:
             return None
         buf += chunk
     return bytes(buf)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _collect(kids: list[_Kid]) -> None:

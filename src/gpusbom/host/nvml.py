@@ -97,9 +97,7 @@ def in_child(fn: Callable[[], _T], died: Callable[[int], _T]) -> Callable[[], _T
                 data = _wire.dumps(payload)
             except Exception:  # noqa: BLE001 - not picklable: the parent hears nothing
                 data, code = b"", 1
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view) :]
+            _fork.write_all(w, data)
         except BaseException:  # noqa: BLE001 - whatever happens, the child ends here
             code = 1
         finally:

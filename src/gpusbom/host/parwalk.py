@@ -415,9 +415,7 @@ def _worker(walker: _HostWalker, real_root: str, roots: list[str],
     except Exception:  # noqa: BLE001 - an exception that does not pickle: the parent redoes it
         data, code = b"", 1
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view) :]
+        _fork.write_all(w, data)
     except OSError:
         code = 1
     finally:
